@@ -1,0 +1,3 @@
+//! `bubble-bench`: benchmark scenarios.
+
+fn main() {}

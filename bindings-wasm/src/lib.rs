@@ -1,0 +1,1 @@
+//! Bubble's engine for JavaScript.

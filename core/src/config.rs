@@ -1,0 +1,108 @@
+//! Engine configuration: principals, apps, limits and timers. The host
+//! builds it from its config file, env and flags.
+
+use crate::ids::PrincipalId;
+
+/// Everything the engine is configured with.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Principals that hold every capability everywhere.
+    pub admins: Vec<PrincipalId>,
+    /// Static bearer tokens and the optional JWT driver.
+    pub auth: AuthConfig,
+    /// Channel apps.
+    pub apps: Vec<AppConfig>,
+    /// Limits for both protocols.
+    pub limits: Limits,
+    /// Heartbeat timers for both protocols.
+    pub heartbeat: Heartbeat,
+}
+
+/// Bearer authentication drivers.
+#[derive(Debug, Clone, Default)]
+pub struct AuthConfig {
+    /// Static driver: `(token, principal)` pairs.
+    pub tokens: Vec<(String, PrincipalId)>,
+    /// JWT HS256 driver secret; `sub` is the principal, `exp` is honoured.
+    pub jwt_secret: Option<String>,
+}
+
+/// A channel application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppConfig {
+    /// `app_id`, used in `/api/apps/:appId/…`.
+    pub id: String,
+    /// The public key clients connect with.
+    pub key: String,
+    /// The secret that signs subscriptions and authorizes the HTTP API.
+    pub secret: String,
+    /// Maximum concurrent sockets (`None`: unlimited).
+    pub max_connections: Option<usize>,
+}
+
+/// Per-connection and per-request limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest event body, in bytes of JSON (SPEC §2: 64 KiB).
+    pub max_event_bytes: usize,
+    /// Largest `/v1/ws` client frame (SPEC §5: 1 MiB; larger closes 1009).
+    pub max_ws_frame_bytes: usize,
+    /// Subscriptions per `/v1/ws` connection (SPEC §5: 1000).
+    pub max_subscriptions: usize,
+    /// `/v1/ws` client frames allowed per `frame_rate_window_ms`.
+    pub frame_rate: u32,
+    /// The window of `frame_rate`, in milliseconds.
+    pub frame_rate_window_ms: u64,
+    /// Frames a connection's outbound queue may hold before the host closes
+    /// it as a slow consumer.
+    pub outbound_queue_frames: usize,
+    /// Backlog events sent per drain of a catching-up connection.
+    pub backlog_page: usize,
+    /// Channels per pubb socket (100).
+    pub max_channels: usize,
+    /// Largest pubb client message (16 KiB; larger closes 1009).
+    pub max_channel_message_bytes: usize,
+    /// Largest published `data`, in bytes of JSON (10 KiB).
+    pub max_publish_data_bytes: usize,
+    /// pubb commands allowed per `command_rate_window_ms` (20).
+    pub command_rate: u32,
+    /// The window of `command_rate` (1000 ms).
+    pub command_rate_window_ms: u64,
+    /// How long a publish `Idempotency-Key` is remembered (24 h).
+    pub idempotency_retention_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_event_bytes: 64 * 1024,
+            max_ws_frame_bytes: 1024 * 1024,
+            max_subscriptions: 1000,
+            frame_rate: 1000,
+            frame_rate_window_ms: 1000,
+            outbound_queue_frames: 8192,
+            backlog_page: 256,
+            max_channels: 100,
+            max_channel_message_bytes: 16 * 1024,
+            max_publish_data_bytes: 10 * 1024,
+            command_rate: 20,
+            command_rate_window_ms: 1000,
+            idempotency_retention_ms: 24 * 60 * 60 * 1000,
+        }
+    }
+}
+
+/// WebSocket Ping cadence and Pong deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Time between Pings (20 s).
+    pub ping_interval_ms: u64,
+    /// Time without a Pong before the socket is closed (60 s).
+    pub pong_timeout_ms: u64,
+}
+
+impl Default for Heartbeat {
+    fn default() -> Heartbeat {
+        Heartbeat { ping_interval_ms: 20_000, pong_timeout_ms: 60_000 }
+    }
+}

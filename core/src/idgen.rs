@@ -1,0 +1,54 @@
+//! Deterministic id generation from a host-supplied seed.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Generates thread ids, socket ids and publication ids. Seeded by the host
+/// (from OS randomness natively, from the page's seed field in a simulation),
+/// so a run is reproducible from its seed.
+#[derive(Debug, Clone)]
+pub struct IdGen(ChaCha8Rng);
+
+impl IdGen {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> IdGen {
+        IdGen(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// 32 lowercase hex characters (a pubb `socket_id`).
+    pub fn hex32(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        self.0.fill_bytes(&mut bytes);
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A random (version 4) UUID in its hyphenated form.
+    pub fn uuid_v4(&mut self) -> String {
+        let mut b = [0u8; 16];
+        self.0.fill_bytes(&mut b);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    }
+
+    /// A fresh thread id: `th_` and 20 hex characters.
+    pub fn thread_id(&mut self) -> String {
+        format!("th_{}", &self.hex32()[..20])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_ids() {
+        let (mut a, mut b) = (IdGen::new(7), IdGen::new(7));
+        assert_eq!(a.hex32(), b.hex32());
+        let uuid = a.uuid_v4();
+        assert_eq!(uuid, b.uuid_v4());
+        assert_eq!(uuid.len(), 36);
+        assert_eq!(&uuid[14..15], "4");
+    }
+}

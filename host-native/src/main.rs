@@ -1,0 +1,3 @@
+//! `bubble`: the native server.
+
+fn main() {}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh machine: the wasm target, the
+# wasm-bindgen CLI at the version pinned in Cargo.lock, Debian's Chromium
+# and nginx with nchan, and the npm packages. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rustup target add wasm32-unknown-unknown >/dev/null
+
+need_apt=()
+command -v chromium >/dev/null || need_apt+=(chromium)
+[ -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || need_apt+=(nginx-light libnginx-mod-nchan)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+for hook in scripts/setup-js.sh; do
+  if [ -x "$hook" ]; then "$hook"; fi
+done

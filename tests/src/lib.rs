@@ -1,0 +1,1 @@
+//! Helpers for black-box tests of the `bubble` binary.
