@@ -1,3 +1,176 @@
-//! `bubble-bench`: benchmark scenarios.
+//! `bubble-bench`: a load generator and the benchmark scenarios that pit
+//! Bubble against nchan on one machine. See `BENCHMARKS.md`.
+//!
+//! The generator pins itself to the cores it is given (by default every
+//! core but the first) and the server under test to the first core, so both
+//! servers are measured alike.
 
-fn main() {}
+mod clock;
+mod ctx;
+mod error;
+mod http;
+mod limits;
+mod pool;
+mod procstat;
+mod proto;
+mod publisher;
+mod results;
+mod scenarios;
+mod servers;
+mod stamp;
+mod step;
+mod ws;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+
+use crate::ctx::Ctx;
+use crate::error::BenchError;
+
+/// Which scenario to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    /// 1: channel fan-out on Bubble with a saturation search.
+    Fanout,
+    /// Channel fan-out on nchan alone.
+    FanoutNchan,
+    /// 2: channel fan-out on Bubble and nchan in the same run, and the ratio.
+    FanoutVsNchan,
+    /// 3: thread fan-out over /v1/ws, HTTP and WS appenders, both stores.
+    ThreadFanout,
+    /// 4: durable appends on SQLite with many concurrent appenders.
+    Appends,
+    /// 5: catch-up of a 100,000-event thread from fromSeq=1.
+    Catchup,
+    /// 6: idle connections and server memory per connection.
+    Idle,
+    /// Every scenario in turn (2 includes 1).
+    All,
+}
+
+/// Benchmarks for Bubble, side by side with nchan, on loopback.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The scenario to run.
+    scenario: Scenario,
+    /// Tiny, quick runs that only check the code paths (no figures).
+    #[arg(long)]
+    smoke: bool,
+    /// The `bubble` binary (default: target/<profile>/bubble of this workspace).
+    #[arg(long)]
+    bubble: Option<PathBuf>,
+    /// The nchan config template (default: ../shared/bench/nchan-nginx.conf
+    /// from the repository root).
+    #[arg(long)]
+    nchan_conf: Option<PathBuf>,
+    /// Where result files go (default: bench/results).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Seconds per measured step (default 5, smoke 1).
+    #[arg(long)]
+    step_secs: Option<f64>,
+    /// Persistent publisher connections (HTTP keep-alive, pipelined).
+    #[arg(long, default_value_t = 16)]
+    pub_conns: usize,
+    /// HTTP requests in flight per publisher connection (1: no pipelining).
+    #[arg(long, default_value_t = 1)]
+    pipeline: usize,
+    /// Do not pin the server and the generator to separate cores.
+    #[arg(long)]
+    no_pin: bool,
+}
+
+fn context(args: &Args) -> Ctx {
+    let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = bench_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| bench_dir.clone());
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let cpus = limits::allowed_cpus();
+    let (server_core, gen_cpus) = if !args.no_pin && cpus.len() >= 2 {
+        (Some(cpus[0]), cpus[1..].to_vec())
+    } else {
+        (None, cpus.clone())
+    };
+    if server_core.is_some() {
+        if let Err(e) = limits::pin(&gen_cpus) {
+            eprintln!("warning: could not pin the generator: {e}");
+        }
+    }
+    Ctx {
+        smoke: args.smoke,
+        bubble_bin: args
+            .bubble
+            .clone()
+            .unwrap_or_else(|| target.join(profile).join("bubble")),
+        nchan_conf: args
+            .nchan_conf
+            .clone()
+            .unwrap_or_else(|| root.join("../shared/bench/nchan-nginx.conf")),
+        results_dir: args
+            .results
+            .clone()
+            .unwrap_or_else(|| bench_dir.join("results")),
+        server_core,
+        gen_cores: gen_cpus.len().max(1),
+        pub_conns: args.pub_conns.max(1),
+        pipeline: args.pipeline.max(1),
+        step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),
+    }
+}
+
+fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
+    match scenario {
+        Scenario::Fanout => scenarios::fanout::scenario_fanout(ctx),
+        Scenario::FanoutNchan => scenarios::fanout::scenario_fanout_nchan(ctx),
+        Scenario::FanoutVsNchan => scenarios::fanout::scenario_fanout_vs_nchan(ctx),
+        Scenario::ThreadFanout => scenarios::thread_fanout::scenario(ctx),
+        Scenario::Appends => scenarios::appends::scenario(ctx),
+        Scenario::Catchup => scenarios::catchup::scenario(ctx),
+        Scenario::Idle => scenarios::idle::scenario(ctx),
+        Scenario::All => {
+            for s in [
+                Scenario::FanoutVsNchan,
+                Scenario::ThreadFanout,
+                Scenario::Appends,
+                Scenario::Catchup,
+                Scenario::Idle,
+            ] {
+                run(s, ctx)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    clock::now_ns();
+    limits::raise_nofile();
+    let ctx = context(&args);
+    eprintln!(
+        "bubble-bench: server core {:?}, generator cores {}, {} s steps{}",
+        ctx.server_core,
+        ctx.gen_cores,
+        ctx.step_secs,
+        if ctx.smoke { ", smoke" } else { "" }
+    );
+    match run(args.scenario, &ctx) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bubble-bench {:?}: {e}", args.scenario);
+            ExitCode::FAILURE
+        }
+    }
+}

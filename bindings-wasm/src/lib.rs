@@ -1,1 +1,279 @@
-//! Bubble's engine for JavaScript.
+//! Bubble's engine for JavaScript: a thin wasm-bindgen adapter over
+//! [`bubble_core::Engine`]. It converts types and nothing else; every
+//! protocol rule stays in the core.
+//!
+//! JavaScript drives it exactly like a native host drives the core:
+//!
+//! ```js
+//! const engine = new Engine(JSON.stringify(config), seed);
+//! engine.openThreads(Date.now(), conn, token);          // or frame(), handleHttp(), tick()…
+//! for (let out; (out = engine.pollOutput()); ) {
+//!   switch (out.kind) {
+//!     case 'send': sockets.get(out.conn).send(out.frame); break;
+//!     case 'respond': answer(out.req, out.status, out.contentType, out.body); break;
+//!     case 'persist': await storage.append([out]); engine.persisted(Date.now(), out.batch); break;
+//!     // 'ping', 'close', 'wantDrained'
+//!   }
+//! }
+//! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
+//! ```
+//!
+//! Persistence goes through storage the host supplies: every `persist`
+//! output carries its writes as plain objects (see `index.d.ts`); the host
+//! makes them durable and reports `persisted(now, batch)`. The adapter keeps
+//! an in-memory copy of what is durable (a [`MemoryStore`]) to answer the
+//! engine's history reads, and `new Engine(config, seed, log)` rebuilds it
+//! from the writes a host stored earlier.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod config;
+mod js;
+mod writes;
+
+use std::collections::VecDeque;
+
+use bubble_core::http::{HttpRequest, Method};
+use bubble_core::store::{Backend, MemoryStore, Write};
+use bubble_core::{BatchId, ChannelProtocol, ConnId, Input, Millis, Output, RequestId, WsFrame};
+use wasm_bindgen::prelude::*;
+
+/// The engine, as a JavaScript class.
+#[wasm_bindgen(js_name = Engine)]
+pub struct WasmEngine {
+    inner: bubble_core::Engine,
+    store: MemoryStore,
+    pending: VecDeque<(BatchId, Vec<Write>)>,
+}
+
+fn millis(now_ms: f64) -> Millis {
+    Millis(now_ms.max(0.0) as u64)
+}
+
+fn conn(id: u32) -> ConnId {
+    ConnId(u64::from(id))
+}
+
+#[wasm_bindgen(js_class = Engine)]
+impl WasmEngine {
+    /// An engine from `config` (JSON with the keys of `bubble.toml`), drawing
+    /// ids from `seed`, over history rebuilt from `log` (a JSON array of the
+    /// writes of earlier `persist` outputs) when given.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &str, seed: f64, log: Option<String>) -> Result<WasmEngine, JsValue> {
+        let config = config::parse(config).map_err(|e| js::error("invalid_config", e))?;
+        let mut store = MemoryStore::default();
+        if let Some(log) = log {
+            let writes = writes::from_json(&log).map_err(|e| js::error("invalid_log", e))?;
+            store
+                .apply(&writes)
+                .map_err(|e| js::error("invalid_log", e))?;
+        }
+        let snapshot = store.load().map_err(|e| js::error("invalid_log", e))?;
+        let inner =
+            bubble_core::Engine::new(config, seed as u64, snapshot, Box::new(store.clone()))
+                .map_err(js::misuse)?;
+        Ok(WasmEngine {
+            inner,
+            store,
+            pending: VecDeque::new(),
+        })
+    }
+
+    fn handle(&mut self, now_ms: f64, input: Input<'_>) -> Result<(), JsValue> {
+        self.inner.handle(millis(now_ms), input).map_err(js::misuse)
+    }
+
+    /// An HTTP request for an engine route (`/v1/threads…`, `/api/apps/…`);
+    /// the answer comes out as a `respond` output echoing `req`.
+    #[wasm_bindgen(js_name = handleHttp)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_http(
+        &mut self,
+        now_ms: f64,
+        req: u32,
+        method: &str,
+        path: &str,
+        query: &str,
+        authorization: Option<String>,
+        idempotency_key: Option<String>,
+        body: &[u8],
+    ) -> Result<(), JsValue> {
+        let request = HttpRequest {
+            method: Method::parse(method),
+            path,
+            query,
+            authorization: authorization.as_deref(),
+            idempotency_key: idempotency_key.as_deref(),
+            body,
+        };
+        self.handle(
+            now_ms,
+            Input::Http {
+                req: RequestId(u64::from(req)),
+                request,
+            },
+        )
+    }
+
+    /// A `/v1/ws` socket opened with bearer `token` (header or `?access_token=`).
+    #[wasm_bindgen(js_name = openThreads)]
+    pub fn open_threads(
+        &mut self,
+        now_ms: f64,
+        conn_id: u32,
+        token: Option<String>,
+    ) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::OpenThreads {
+                conn: conn(conn_id),
+                token: token.as_deref(),
+            },
+        )
+    }
+
+    /// Decides a `/socket` upgrade: `null` to accept, or the plain-text
+    /// response `{status, contentType, body, retryAfter?}` to answer instead.
+    #[wasm_bindgen(js_name = channelHandshake)]
+    pub fn channel_handshake(&self, app_key: Option<String>) -> JsValue {
+        match self.inner.channel_handshake(app_key.as_deref()) {
+            Ok(()) => JsValue::NULL,
+            Err(response) => js::response(response),
+        }
+    }
+
+    /// A `/socket` opened after `channelHandshake` accepted it.
+    #[wasm_bindgen(js_name = openChannels)]
+    pub fn open_channels(
+        &mut self,
+        now_ms: f64,
+        conn_id: u32,
+        app_key: &str,
+        protocol2: bool,
+    ) -> Result<(), JsValue> {
+        let protocol = if protocol2 {
+            ChannelProtocol::V2
+        } else {
+            ChannelProtocol::Legacy
+        };
+        self.handle(
+            now_ms,
+            Input::OpenChannels {
+                conn: conn(conn_id),
+                app_key,
+                protocol,
+            },
+        )
+    }
+
+    /// A text frame from a client.
+    pub fn frame(&mut self, now_ms: f64, conn_id: u32, text: &str) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::Frame {
+                conn: conn(conn_id),
+                frame: WsFrame::Text(text),
+            },
+        )
+    }
+
+    /// A binary frame from a client (answered as the protocols say).
+    #[wasm_bindgen(js_name = binaryFrame)]
+    pub fn binary_frame(&mut self, now_ms: f64, conn_id: u32, bytes: &[u8]) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::Frame {
+                conn: conn(conn_id),
+                frame: WsFrame::Binary(bytes),
+            },
+        )
+    }
+
+    /// A WebSocket Pong arrived.
+    pub fn pong(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::Pong {
+                conn: conn(conn_id),
+            },
+        )
+    }
+
+    /// What was sent to the socket so far has been written (answers `wantDrained`).
+    pub fn drained(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::Drained {
+                conn: conn(conn_id),
+            },
+        )
+    }
+
+    /// The socket is gone.
+    pub fn closed(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+        self.handle(
+            now_ms,
+            Input::Closed {
+                conn: conn(conn_id),
+            },
+        )
+    }
+
+    /// Every batch up to and including `batch` is durable in the host's storage.
+    pub fn persisted(&mut self, now_ms: f64, batch: f64) -> Result<(), JsValue> {
+        let batch = BatchId(batch as u64);
+        while let Some((id, _)) = self.pending.front() {
+            if *id > batch {
+                break;
+            }
+            if let Some((_, writes)) = self.pending.pop_front() {
+                self.store
+                    .apply(&writes)
+                    .map_err(|e| js::error("store", e))?;
+            }
+        }
+        self.handle(now_ms, Input::Persisted { batch })
+    }
+
+    /// The deadline from `pollTimeout` passed (early ticks are harmless).
+    pub fn tick(&mut self, now_ms: f64) -> Result<(), JsValue> {
+        self.handle(now_ms, Input::Tick)
+    }
+
+    /// The next output as a plain object (`{kind: 'send', conn, frame}`…),
+    /// or `undefined` when there is nothing to do.
+    #[wasm_bindgen(js_name = pollOutput)]
+    pub fn poll_output(&mut self) -> Result<JsValue, JsValue> {
+        let Some(out) = self.inner.poll_output() else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let Output::Persist { batch, writes } = out else {
+            return Ok(js::output(out, None));
+        };
+        let json = writes::to_json(&writes).map_err(|e| js::error("internal", e))?;
+        let list = js::parse_json(&json)?;
+        self.pending.push_back((batch, writes));
+        Ok(js::output(
+            Output::Persist {
+                batch,
+                writes: Vec::new(),
+            },
+            Some(list),
+        ))
+    }
+
+    /// When to call `tick` next (milliseconds since the epoch), or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.inner.poll_timeout().map(|m| m.0 as f64)
+    }
+
+    /// The configured limits, with the keys of `bubble.toml`'s `[limits]`.
+    pub fn limits(&self) -> Result<JsValue, JsValue> {
+        let json = serde_json::to_string(&config::LimitsJson::from(self.inner.limits()))
+            .map_err(|e| js::error("internal", e))?;
+        js::parse_json(&json)
+    }
+}

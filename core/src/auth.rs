@@ -92,11 +92,15 @@ fn verify_jwt(secret: &[u8], token: &str, now: Millis) -> Result<PrincipalId, Au
     let signature = b64.decode(signature).map_err(|_| AuthError::Invalid)?;
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| AuthError::Invalid)?;
     mac.update(&token.as_bytes()[..header_and_payload_len(token)]);
-    mac.verify_slice(&signature).map_err(|_| AuthError::Invalid)?;
+    mac.verify_slice(&signature)
+        .map_err(|_| AuthError::Invalid)?;
     let claims: Claims =
         serde_json::from_slice(&b64.decode(payload).map_err(|_| AuthError::Invalid)?)
             .map_err(|_| AuthError::Invalid)?;
-    if claims.exp.is_some_and(|exp| exp.saturating_mul(1000) <= now.0) {
+    if claims
+        .exp
+        .is_some_and(|exp| exp.saturating_mul(1000) <= now.0)
+    {
         return Err(AuthError::Expired);
     }
     if claims.sub.is_empty() {
@@ -135,17 +139,32 @@ mod tests {
 
     #[test]
     fn static_tokens() {
-        assert_eq!(auth().authenticate("dev-alice", Millis(0)), Ok(PrincipalId::new("alice")));
-        assert_eq!(auth().authenticate("nope", Millis(0)), Err(AuthError::Invalid));
+        assert_eq!(
+            auth().authenticate("dev-alice", Millis(0)),
+            Ok(PrincipalId::new("alice"))
+        );
+        assert_eq!(
+            auth().authenticate("nope", Millis(0)),
+            Err(AuthError::Invalid)
+        );
     }
 
     #[test]
     fn jwt_sub_and_exp() {
         let token = sign_jwt(b"s3cret", &json!({"sub": "bob", "exp": 100}));
-        assert_eq!(auth().authenticate(&token, Millis(99_999)), Ok(PrincipalId::new("bob")));
-        assert_eq!(auth().authenticate(&token, Millis(100_000)), Err(AuthError::Expired));
+        assert_eq!(
+            auth().authenticate(&token, Millis(99_999)),
+            Ok(PrincipalId::new("bob"))
+        );
+        assert_eq!(
+            auth().authenticate(&token, Millis(100_000)),
+            Err(AuthError::Expired)
+        );
         let forged = sign_jwt(b"other", &json!({"sub": "bob"}));
-        assert_eq!(auth().authenticate(&forged, Millis(0)), Err(AuthError::Invalid));
+        assert_eq!(
+            auth().authenticate(&forged, Millis(0)),
+            Err(AuthError::Invalid)
+        );
     }
 
     #[test]

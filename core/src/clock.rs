@@ -22,6 +22,9 @@ mod tests {
     #[test]
     fn formats_milliseconds_utc() {
         assert_eq!(rfc3339(Millis(0)), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(Millis(1_796_031_850_123)), "2026-11-30T09:44:10.123Z");
+        assert_eq!(
+            rfc3339(Millis(1_796_031_850_123)),
+            "2026-11-30T09:44:10.123Z"
+        );
     }
 }

@@ -103,6 +103,9 @@ pub struct Heartbeat {
 
 impl Default for Heartbeat {
     fn default() -> Heartbeat {
-        Heartbeat { ping_interval_ms: 20_000, pong_timeout_ms: 60_000 }
+        Heartbeat {
+            ping_interval_ms: 20_000,
+            pong_timeout_ms: 60_000,
+        }
     }
 }

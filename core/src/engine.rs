@@ -236,7 +236,11 @@ impl Engine {
                     .and_then(|t| self.auth.authenticate(t, now));
                 self.threads.open(&mut cx, conn, principal);
             }
-            Input::OpenChannels { conn, app_key, protocol } => {
+            Input::OpenChannels {
+                conn,
+                app_key,
+                protocol,
+            } => {
                 Self::register(&mut self.conns, conn, ConnKind::Channels)?;
                 self.heartbeats.open(now, conn);
                 self.channels.open(&mut cx, conn, app_key, protocol);
@@ -271,7 +275,8 @@ impl Engine {
                 } else {
                     let principal = crate::auth::bearer(request.authorization)
                         .and_then(|t| self.auth.authenticate(t, now));
-                    self.threads.http(&mut cx, &*self.store, req, principal, &request);
+                    self.threads
+                        .http(&mut cx, &*self.store, req, principal, &request);
                 }
             }
             Input::Persisted { batch } => {
@@ -323,7 +328,10 @@ impl Engine {
     /// When to deliver the next [`Input::Tick`].
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Millis> {
-        [self.heartbeats.next_due(), self.channels.next_deadline()].into_iter().flatten().min()
+        [self.heartbeats.next_due(), self.channels.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Decides a `/socket` upgrade before it happens (SPEC §6): `Ok` to

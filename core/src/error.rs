@@ -164,7 +164,10 @@ mod tests {
     #[test]
     fn conflict_message_matches_seed() {
         let err = BubbleError::AlreadySubscribed(ThreadId::parse("thread-1").unwrap());
-        assert_eq!(err.to_string(), "Connection is already subscribed to thread \"thread-1\".");
+        assert_eq!(
+            err.to_string(),
+            "Connection is already subscribed to thread \"thread-1\"."
+        );
         assert_eq!(err.code(), ErrorCode::Conflict);
     }
 }

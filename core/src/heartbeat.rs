@@ -30,7 +30,10 @@ pub(crate) struct Heartbeats {
 
 impl Heartbeats {
     pub(crate) fn new(config: Heartbeat) -> Heartbeats {
-        Heartbeats { config, ..Heartbeats::default() }
+        Heartbeats {
+            config,
+            ..Heartbeats::default()
+        }
     }
 
     /// Starts the timers of a new connection.
@@ -40,7 +43,8 @@ impl Heartbeats {
             deadline: now.plus(self.config.pong_timeout_ms),
         };
         self.conns.insert(conn, timers);
-        self.due.insert((timers.next_ping.min(timers.deadline), conn));
+        self.due
+            .insert((timers.next_ping.min(timers.deadline), conn));
     }
 
     /// A Pong arrived: the read deadline moves to `now + pong_timeout`.
@@ -69,7 +73,9 @@ impl Heartbeats {
                 break;
             }
             self.due.remove(&(at, conn));
-            let Some(t) = self.conns.get_mut(&conn) else { continue };
+            let Some(t) = self.conns.get_mut(&conn) else {
+                continue;
+            };
             if t.deadline <= now {
                 self.conns.remove(&conn);
                 out.push(Beat::Expired(conn));
@@ -90,7 +96,10 @@ mod tests {
 
     #[test]
     fn pings_then_expires_without_pong() {
-        let mut hb = Heartbeats::new(Heartbeat { ping_interval_ms: 20, pong_timeout_ms: 60 });
+        let mut hb = Heartbeats::new(Heartbeat {
+            ping_interval_ms: 20,
+            pong_timeout_ms: 60,
+        });
         let c = ConnId(1);
         hb.open(Millis(0), c);
         let mut out = Vec::new();
@@ -109,7 +118,10 @@ mod tests {
 
     #[test]
     fn pong_extends_deadline() {
-        let mut hb = Heartbeats::new(Heartbeat { ping_interval_ms: 20, pong_timeout_ms: 60 });
+        let mut hb = Heartbeats::new(Heartbeat {
+            ping_interval_ms: 20,
+            pong_timeout_ms: 60,
+        });
         let c = ConnId(1);
         hb.open(Millis(0), c);
         hb.pong(Millis(50), c);

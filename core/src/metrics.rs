@@ -40,22 +40,71 @@ impl Metrics {
     pub fn render_prometheus(&self) -> String {
         let mut s = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                s,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
-        metric("bubble_ws_connections", "gauge", "Open /v1/ws connections.", self.thread_connections);
-        metric("bubble_subscriptions", "gauge", "Open thread subscriptions.", self.thread_subscriptions);
-        metric("bubble_events_appended_total", "counter", "Events appended.", self.events_appended);
-        metric("bubble_frames_in_total", "counter", "Client frames received.", self.frames_in);
-        metric("bubble_frames_out_total", "counter", "Frames sent.", self.frames_out);
-        metric("bubble_channel_subscriptions", "gauge", "Open channel subscriptions.", self.channel_subscriptions);
-        metric("bubble_publishes_total", "counter", "Channel publications accepted.", self.publishes);
-        metric("bubble_deliveries_total", "counter", "Channel deliveries.", self.deliveries);
-        let _ = writeln!(s, "# HELP bubble_errors_total Errors reported to peers, by code.");
+        metric(
+            "bubble_ws_connections",
+            "gauge",
+            "Open /v1/ws connections.",
+            self.thread_connections,
+        );
+        metric(
+            "bubble_subscriptions",
+            "gauge",
+            "Open thread subscriptions.",
+            self.thread_subscriptions,
+        );
+        metric(
+            "bubble_events_appended_total",
+            "counter",
+            "Events appended.",
+            self.events_appended,
+        );
+        metric(
+            "bubble_frames_in_total",
+            "counter",
+            "Client frames received.",
+            self.frames_in,
+        );
+        metric(
+            "bubble_frames_out_total",
+            "counter",
+            "Frames sent.",
+            self.frames_out,
+        );
+        metric(
+            "bubble_channel_subscriptions",
+            "gauge",
+            "Open channel subscriptions.",
+            self.channel_subscriptions,
+        );
+        metric(
+            "bubble_publishes_total",
+            "counter",
+            "Channel publications accepted.",
+            self.publishes,
+        );
+        metric(
+            "bubble_deliveries_total",
+            "counter",
+            "Channel deliveries.",
+            self.deliveries,
+        );
+        let _ = writeln!(
+            s,
+            "# HELP bubble_errors_total Errors reported to peers, by code."
+        );
         let _ = writeln!(s, "# TYPE bubble_errors_total counter");
         for (code, n) in &self.errors {
             let _ = writeln!(s, "bubble_errors_total{{code=\"{code}\"}} {n}");
         }
-        let _ = writeln!(s, "# HELP bubble_channel_connections Open channel sockets, by app.");
+        let _ = writeln!(
+            s,
+            "# HELP bubble_channel_connections Open channel sockets, by app."
+        );
         let _ = writeln!(s, "# TYPE bubble_channel_connections gauge");
         for (app, n) in &self.channel_connections {
             let _ = writeln!(s, "bubble_channel_connections{{app=\"{app}\"}} {n}");

@@ -44,17 +44,15 @@ impl Outbox {
         self.issued + u64::from(!self.building.is_empty())
     }
 
-    /// The last batch reported durable.
-    pub(crate) fn durable_batch(&self) -> u64 {
-        self.durable
-    }
-
     /// Ends the current input: its writes become one `Persist` batch.
     pub(crate) fn seal(&mut self) {
         if !self.building.is_empty() {
             self.issued += 1;
             let writes = std::mem::take(&mut self.building);
-            self.persist.push_back(Output::Persist { batch: BatchId(self.issued), writes });
+            self.persist.push_back(Output::Persist {
+                batch: BatchId(self.issued),
+                writes,
+            });
         }
     }
 
@@ -65,7 +63,11 @@ impl Outbox {
             return false;
         }
         self.durable = self.durable.max(batch.0);
-        while self.held.front().is_some_and(|(fence, _)| *fence <= self.durable) {
+        while self
+            .held
+            .front()
+            .is_some_and(|(fence, _)| *fence <= self.durable)
+        {
             if let Some((_, out)) = self.held.pop_front() {
                 self.ready.push_back(out);
             }

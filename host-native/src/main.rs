@@ -1,3 +1,46 @@
 //! `bubble`: the native server.
 
-fn main() {}
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use bubble_server::cli::{Cli, Command};
+use bubble_server::config::Settings;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let Command::Serve(args) = cli.command;
+    let settings = match Settings::load(&args) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("bubble: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("bubble: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(bubble_server::server::serve(settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "bubble stopped");
+            eprintln!("bubble: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,1 +1,53 @@
 //! Helpers for black-box tests of the `bubble` binary.
+//!
+//! A test starts the real server as a child process on an ephemeral port
+//! with a temporary data directory, then talks to it over real sockets:
+//!
+//! ```no_run
+//! use bubble_tests::{Server, TEST_CONFIG, ALICE};
+//! use serde_json::json;
+//!
+//! # async fn demo() {
+//! let server = Server::start(TEST_CONFIG);
+//! let alice = server.http(ALICE);
+//! let (status, thread) = alice.post("/v1/threads", &json!({"threadId": "t-1"})).await;
+//! assert_eq!(status, 201);
+//! let mut ws = server.ws(ALICE).await;
+//! ws.send_json(&json!({"type": "thread.subscribe", "threadId": "t-1"})).await;
+//! let opened = ws.recv_json().await;
+//! # }
+//! ```
+//!
+//! Every wait has a generous hang timeout ([`HANG_TIMEOUT`]) so that a bug
+//! fails the test instead of freezing it; no helper measures speed.
+
+mod binary;
+mod config;
+mod http;
+mod jwt;
+mod server;
+pub mod threads;
+mod ws;
+
+pub use binary::bubble_binary;
+pub use config::{
+    ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, CAROL, DAVE, JWT_SECRET, ROOT, TEST_CONFIG,
+};
+pub use http::{HttpClient, HttpResponse};
+pub use jwt::{hmac_sha256_hex, sign_jwt};
+pub use server::{Server, Store};
+pub use ws::{WsClient, WsMessage};
+
+use std::time::Duration;
+
+/// How long any single wait may take before the test fails as hung. Tests
+/// never assert on elapsed time; this only turns a hang into a failure.
+pub const HANG_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The Unix time in seconds (for JWT `exp` claims).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,49 +1,122 @@
 //! Channels: the pubb protocol (public, private and presence channels,
 //! signatures, HTTP publish with idempotency keys).
+//!
+//! Decisions where the seed and SPEC §6 leave room:
+//! - `subscription_error` data: `Subscription not authorized` (missing or
+//!   wrong `auth`, missing or invalid `channel_data`), `Invalid channel name`
+//!   (outside `[A-Za-z0-9_\-=@,.;]{1,200}`), `Channel limit exceeded (100)`
+//!   (a 101st channel). The connection stays open in every case.
+//! - A repeated subscribe is checked like a new one; when valid it is
+//!   acknowledged with `"{}"` and changes nothing.
+//! - More than `command_rate` commands in a sliding window: the `error` event,
+//!   then close 1008. A client message over the size limit: close 1009.
+//! - Presence: a member without `user_info` appears as `null` in the
+//!   snapshot's `hash` and without `user_info` in `pubb:member_added`.
+//! - Publish errors carry a stable `code` (see [`publish::PublishError`]);
+//!   duplicate channels in one publication are delivered once. A repeated
+//!   `Idempotency-Key` answers the original publication's id and channels.
+
+mod api;
+mod commands;
+mod frames;
+pub mod names;
+mod presence;
+pub mod publish;
+mod ratelimit;
+mod registry;
+pub mod signature;
+mod socket;
+#[cfg(test)]
+mod tests;
 
 use crate::config::Config;
 use crate::engine::{ChannelProtocol, Ctx, WsFrame};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ConnId, Millis, RequestId};
 
+use registry::Registry;
+
+/// Seconds a client waits before retrying a full app (the 503's `Retry-After`).
+const FULL_RETRY_AFTER_S: u64 = 5;
+
 /// Apps, their sockets, channels, presence members and idempotency keys.
 #[derive(Debug, Default)]
-pub(crate) struct Channels {}
+pub(crate) struct Channels {
+    registry: Registry,
+    /// `activity_timeout` announced to sockets: the Pong deadline in seconds.
+    activity_timeout_s: u64,
+}
 
 impl Channels {
-    pub(crate) fn new(_config: &Config) -> Channels {
-        Channels {}
+    pub(crate) fn new(config: &Config) -> Channels {
+        Channels {
+            registry: Registry::new(&config.apps),
+            activity_timeout_s: config.heartbeat.pong_timeout_ms.div_ceil(1000).max(1),
+        }
     }
 
     /// Decides a `/socket` upgrade (SPEC §6 handshake errors).
-    pub(crate) fn handshake(&self, _app_key: Option<&str>) -> Result<(), HttpResponse> {
+    pub(crate) fn handshake(&self, app_key: Option<&str>) -> Result<(), HttpResponse> {
+        let Some(key) = app_key.filter(|k| !k.is_empty()) else {
+            return Err(HttpResponse::text(400, "appKey is required"));
+        };
+        let Some(app) = self.registry.app_by_key(key) else {
+            return Err(HttpResponse::text(404, "Application not found"));
+        };
+        if self.registry.apps[app].is_full() {
+            let mut response = HttpResponse::text(503, "Application connection limit reached");
+            response.retry_after = Some(FULL_RETRY_AFTER_S);
+            return Err(response);
+        }
         Ok(())
     }
 
     /// A socket opened: send `pubb:connection_established`.
     pub(crate) fn open(
         &mut self,
-        _cx: &mut Ctx<'_>,
-        _conn: ConnId,
-        _app_key: &str,
-        _protocol: ChannelProtocol,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        app_key: &str,
+        protocol: ChannelProtocol,
     ) {
+        socket::open(
+            &mut self.registry,
+            cx,
+            conn,
+            app_key,
+            protocol,
+            self.activity_timeout_s,
+        );
     }
 
     /// A client message.
-    pub(crate) fn frame(&mut self, _cx: &mut Ctx<'_>, _conn: ConnId, _frame: WsFrame<'_>) {}
+    pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
+        socket::frame(&mut self.registry, cx, conn, frame);
+    }
 
     /// The socket closed: leave every channel (presence removal included).
-    pub(crate) fn closed(&mut self, _cx: &mut Ctx<'_>, _conn: ConnId) {}
+    pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        socket::closed(&mut self.registry, cx, conn);
+    }
 
     /// An `/api/apps/:appId/…` request.
-    pub(crate) fn http(&mut self, _cx: &mut Ctx<'_>, _req: RequestId, _request: &HttpRequest<'_>) {}
+    pub(crate) fn http(&mut self, cx: &mut Ctx<'_>, req: RequestId, request: &HttpRequest<'_>) {
+        api::handle(&mut self.registry, cx, req, request);
+    }
 
     /// Timers: idempotency-key expiry.
-    pub(crate) fn tick(&mut self, _cx: &mut Ctx<'_>) {}
+    pub(crate) fn tick(&mut self, cx: &mut Ctx<'_>) {
+        for app in &mut self.registry.apps {
+            app.idempotency.expire(cx.now);
+        }
+    }
 
     /// The next idempotency-key expiry.
     pub(crate) fn next_deadline(&self) -> Option<Millis> {
-        None
+        self.registry
+            .apps
+            .iter()
+            .filter_map(|app| app.idempotency.next_expiry())
+            .min()
     }
 }

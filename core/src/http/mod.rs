@@ -85,12 +85,22 @@ pub struct HttpResponse {
 impl HttpResponse {
     /// A JSON response.
     pub fn json(status: u16, body: String) -> HttpResponse {
-        HttpResponse { status, content_type: ContentType::Json, body, retry_after: None }
+        HttpResponse {
+            status,
+            content_type: ContentType::Json,
+            body,
+            retry_after: None,
+        }
     }
 
     /// A plain-text response.
     pub fn text(status: u16, body: impl Into<String>) -> HttpResponse {
-        HttpResponse { status, content_type: ContentType::Text, body: body.into(), retry_after: None }
+        HttpResponse {
+            status,
+            content_type: ContentType::Text,
+            body: body.into(),
+            retry_after: None,
+        }
     }
 
     /// `204 No Content`.

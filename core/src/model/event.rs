@@ -60,7 +60,11 @@ pub enum RunStatus {
 
 /// An event body, tagged by `type` (SPEC §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum EventBody {
     /// A run begins (human or agent).
     RunStarted {

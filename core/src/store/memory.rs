@@ -35,8 +35,12 @@ impl EventStore for MemoryStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let tables = self.tables();
-        let Some(events) = tables.events.get(thread) else { return Ok(Vec::new()) };
-        let start = usize::try_from(from_seq.max(1) - 1).unwrap_or(usize::MAX).min(events.len());
+        let Some(events) = tables.events.get(thread) else {
+            return Ok(Vec::new());
+        };
+        let start = usize::try_from(from_seq.max(1) - 1)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
         Ok(events[start..]
             .iter()
             .take_while(|e| e.seq <= through_seq)
@@ -65,7 +69,9 @@ impl EventStore for MemoryStore {
 
 impl Backend for MemoryStore {
     fn load(&self) -> Result<Snapshot, StoreError> {
-        Ok(Snapshot { threads: self.tables().threads.clone() })
+        Ok(Snapshot {
+            threads: self.tables().threads.clone(),
+        })
     }
 
     fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError> {
@@ -77,7 +83,10 @@ impl Backend for MemoryStore {
     }
 }
 
-fn record<'t>(tables: &'t mut Tables, thread: &ThreadId) -> Result<&'t mut ThreadRecord, StoreError> {
+fn record<'t>(
+    tables: &'t mut Tables,
+    thread: &ThreadId,
+) -> Result<&'t mut ThreadRecord, StoreError> {
     let index = *tables
         .index
         .get(thread)
@@ -91,7 +100,11 @@ fn remove_grant(record: &mut ThreadRecord, principal: &PrincipalId) {
 
 fn apply_one(tables: &mut Tables, write: &Write) -> Result<(), StoreError> {
     match write {
-        Write::CreateThread { thread_id, parent_thread_id, created_at } => {
+        Write::CreateThread {
+            thread_id,
+            parent_thread_id,
+            created_at,
+        } => {
             if tables.index.contains_key(thread_id) {
                 return Err(StoreError(format!("thread {thread_id} exists")));
             }
@@ -107,35 +120,68 @@ fn apply_one(tables: &mut Tables, write: &Write) -> Result<(), StoreError> {
             });
         }
         Write::SetTitle { thread_id, title } => record(tables, thread_id)?.title = title.clone(),
-        Write::AppendEvent { thread_id, seq, idempotency_key, json } => {
+        Write::AppendEvent {
+            thread_id,
+            seq,
+            idempotency_key,
+            json,
+        } => {
             let rec = record(tables, thread_id)?;
             if *seq != rec.head_seq + 1 {
                 return Err(StoreError(format!("seq {seq} is not next on {thread_id}")));
             }
             rec.head_seq = *seq;
             if let Some(key) = idempotency_key {
-                tables.idempotency.insert((thread_id.clone(), key.clone()), *seq);
+                tables
+                    .idempotency
+                    .insert((thread_id.clone(), key.clone()), *seq);
             }
-            let event = StoredEvent { seq: *seq, json: json.clone() };
-            tables.events.entry(thread_id.clone()).or_default().push(event);
+            let event = StoredEvent {
+                seq: *seq,
+                json: json.clone(),
+            };
+            tables
+                .events
+                .entry(thread_id.clone())
+                .or_default()
+                .push(event);
         }
-        Write::PutGrant { thread_id, principal_id, role } => {
+        Write::PutGrant {
+            thread_id,
+            principal_id,
+            role,
+        } => {
             let rec = record(tables, thread_id)?;
             remove_grant(rec, principal_id);
             rec.grants.push((principal_id.clone(), *role));
         }
-        Write::DeleteGrant { thread_id, principal_id } => {
+        Write::DeleteGrant {
+            thread_id,
+            principal_id,
+        } => {
             remove_grant(record(tables, thread_id)?, principal_id);
         }
-        Write::PutParticipant { thread_id, participant } => {
+        Write::PutParticipant {
+            thread_id,
+            participant,
+        } => {
             let rec = record(tables, thread_id)?;
-            match rec.participants.iter_mut().find(|p| p.principal_id == participant.principal_id) {
+            match rec
+                .participants
+                .iter_mut()
+                .find(|p| p.principal_id == participant.principal_id)
+            {
                 Some(row) => *row = participant.clone(),
                 None => rec.participants.push(participant.clone()),
             }
         }
-        Write::DeleteParticipant { thread_id, principal_id } => {
-            record(tables, thread_id)?.participants.retain(|p| &p.principal_id != principal_id);
+        Write::DeleteParticipant {
+            thread_id,
+            principal_id,
+        } => {
+            record(tables, thread_id)?
+                .participants
+                .retain(|p| &p.principal_id != principal_id);
         }
     }
     Ok(())

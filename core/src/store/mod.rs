@@ -122,8 +122,11 @@ pub trait EventStore {
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// The event appended to `thread` with idempotency key `key`, if any.
-    fn find_idempotent(&self, thread: &ThreadId, key: &str)
-        -> Result<Option<StoredEvent>, StoreError>;
+    fn find_idempotent(
+        &self,
+        thread: &ThreadId,
+        key: &str,
+    ) -> Result<Option<StoredEvent>, StoreError>;
 }
 
 /// A complete backend: reads, start-up load, and durable batch writes.
@@ -135,6 +138,8 @@ pub trait Backend: EventStore {
     fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError>;
 }
 
+#[cfg(feature = "contract")]
+pub mod contract;
 mod memory;
 
 pub use memory::MemoryStore;

@@ -1,0 +1,59 @@
+//! What every scenario needs: options, paths, cores.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::publisher::{Plan, Target, Transport};
+
+/// Shared settings of a benchmark run.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// Small, quick runs that only prove the code works.
+    pub smoke: bool,
+    /// The `bubble` binary.
+    pub bubble_bin: PathBuf,
+    /// The nchan config template.
+    pub nchan_conf: PathBuf,
+    /// Where result files go.
+    pub results_dir: PathBuf,
+    /// Core the server is pinned to.
+    pub server_core: Option<usize>,
+    /// Cores the generator runs on.
+    pub gen_cores: usize,
+    /// Seconds per measured step.
+    pub step_secs: f64,
+    /// Persistent publisher connections.
+    pub pub_conns: usize,
+    /// HTTP requests in flight per publisher connection.
+    pub pipeline: usize,
+}
+
+impl Ctx {
+    /// Worker threads for subscriber pools: one per generator core.
+    pub fn workers(&self) -> usize {
+        self.gen_cores.max(1)
+    }
+
+    /// A plan with this context's step length.
+    pub fn plan(
+        &self,
+        addr: std::net::SocketAddr,
+        transport: Transport,
+        targets: Vec<Target>,
+        rate: f64,
+        step: u8,
+    ) -> Plan {
+        Plan {
+            addr,
+            conns: self.pub_conns,
+            transport,
+            targets,
+            rate,
+            duration: Duration::from_secs_f64(self.step_secs),
+            step,
+            max_backlog: 4 << 20,
+            drain: Duration::from_secs(10),
+            depth: self.pipeline,
+        }
+    }
+}

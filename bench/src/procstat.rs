@@ -1,0 +1,108 @@
+//! CPU time and memory of processes, read from `/proc`.
+
+use std::fs;
+
+/// Clock ticks per second of `/proc/<pid>/stat` times.
+pub fn ticks_per_sec() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+/// User plus system CPU seconds used so far by `pid` (all its threads).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5), counted from after the command name.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / ticks_per_sec() as f64)
+}
+
+/// A `VmRSS`-style field of `/proc/<pid>/status`, in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Resident memory of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// Peak resident memory of `pid` in KiB.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// Direct children of `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        if let Ok(list) = fs::read_to_string(t.path().join("children")) {
+            out.extend(
+                list.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// CPU used by a set of processes over an interval.
+#[derive(Debug, Clone)]
+pub struct CpuMeter {
+    pids: Vec<u32>,
+    start_cpu: f64,
+    start_ns: u64,
+}
+
+impl CpuMeter {
+    /// Starts measuring `pids`.
+    pub fn start(pids: Vec<u32>) -> Self {
+        let start_cpu = pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        CpuMeter {
+            pids,
+            start_cpu,
+            start_ns: crate::clock::now_ns(),
+        }
+    }
+
+    /// Cores used on average since `start` (1.0 = one core busy).
+    pub fn cores(&self) -> f64 {
+        let cpu: f64 = self.pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        let wall = (crate::clock::now_ns() - self.start_ns) as f64 / 1e9;
+        if wall <= 0.0 {
+            0.0
+        } else {
+            (cpu - self.start_cpu) / wall
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_own_process() {
+        let me = std::process::id();
+        assert!(cpu_seconds(me).is_some());
+        assert!(rss_kib(me).unwrap() > 0);
+        assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
+    }
+}

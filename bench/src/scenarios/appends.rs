@@ -1,0 +1,96 @@
+//! Scenario 4: durable appends. Many concurrent appenders (one HTTP
+//! keep-alive connection each) append open-loop to a set of threads; a step
+//! is sustainable when every append is acknowledged and p99 stays within
+//! 20 ms. Acknowledged means durable on the SQLite store.
+
+use serde_json::json;
+use std::time::Duration;
+
+use crate::ctx::Ctx;
+use crate::error::BenchError;
+use crate::proto;
+use crate::publisher::{Target, Transport};
+use crate::scenarios::{kps, ms};
+use crate::servers::{self, Store};
+use crate::step::{self, StepEnv, StepResult};
+
+/// Scenario 4.
+pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
+    let (appenders, threads, start, growth) = if ctx.smoke {
+        (4, 2, 200.0, 1)
+    } else {
+        (64, 16, 2_000.0, 10)
+    };
+    let mut out = Vec::new();
+    let mut parts = Vec::new();
+    for store in [Store::Sqlite, Store::Memory] {
+        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.server_core)?;
+        let tag = format!(
+            "a{}x{}",
+            std::process::id(),
+            crate::clock::now_ns() % 1_000_000
+        );
+        let ids: Vec<String> = (0..threads).map(|t| format!("{tag}-{t}")).collect();
+        for id in &ids {
+            proto::create_thread(server.addr, id)?;
+        }
+        let targets: Vec<Target> = ids
+            .iter()
+            .map(|t| proto::http_append(server.addr, t, 64))
+            .collect();
+        let env = StepEnv {
+            server: &server,
+            gen_cores: ctx.gen_cores,
+            p99_bound_ms: 20.0,
+        };
+        let steps = step::search(
+            start,
+            1.5,
+            growth,
+            1,
+            |s, rate| -> Result<StepResult, BenchError> {
+                let mut plan = ctx.plan(server.addr, Transport::Http, targets.clone(), rate, s);
+                plan.conns = appenders;
+                plan.drain = Duration::from_secs(20);
+                let r = step::ack_step(&env, &plan)?;
+                eprintln!("  appends {} step {s}: {}", store.name(), r.line());
+                if let Some(e) = &r.first_error {
+                    eprintln!("  first error: {e}");
+                }
+                Ok(r)
+            },
+        )?;
+        if steps.iter().all(|s| s.completed == 0) {
+            return Err(BenchError::Check(format!(
+                "appends {}: no append was acknowledged",
+                store.name()
+            )));
+        }
+        let max = step::max_sustainable(&steps);
+        let best = steps
+            .iter()
+            .filter(|s| s.sustainable)
+            .max_by(|a, b| a.throughput.total_cmp(&b.throughput))
+            .unwrap_or(&steps[0]);
+        parts.push(format!(
+            "{} max {} appends/s (p50 {} p99 {} there{})",
+            store.name(),
+            kps(max),
+            ms(best.p50_ms),
+            ms(best.p99_ms),
+            if steps.last().is_some_and(|s| !s.valid) {
+                ", generator-bound"
+            } else {
+                ""
+            }
+        ));
+        out.push(json!({ "store": store.name(), "appenders": appenders, "threads": threads, "max_appends": max, "steps": steps }));
+    }
+    println!(
+        "appends ({} concurrent appenders): {}",
+        if ctx.smoke { 4 } else { 64 },
+        parts.join("; ")
+    );
+    crate::results::append(&ctx.results_dir, "appends", json!({ "runs": out }))?;
+    Ok(())
+}

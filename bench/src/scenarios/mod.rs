@@ -1,0 +1,17 @@
+//! The benchmark scenarios, one module each.
+
+pub mod appends;
+pub mod catchup;
+pub mod fanout;
+pub mod idle;
+pub mod thread_fanout;
+
+/// Milliseconds with two decimals, for result lines.
+pub fn ms(v: f64) -> String {
+    format!("{v:.2} ms")
+}
+
+/// A count per second in thousands, for result lines.
+pub fn kps(v: f64) -> String {
+    format!("{:.1}k/s", v / 1000.0)
+}

@@ -1,0 +1,296 @@
+//! Starting and stopping the servers under test: Bubble (the `bubble`
+//! binary with a generated config) and nginx + nchan (the shared config with
+//! its run directory filled in). Each is pinned to its own core and gets the
+//! raised open-files limit; each is stopped, by its process id, when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::procstat;
+
+/// App, key and secret of the channels app in the generated config.
+pub const APP_ID: &str = "bench-app";
+/// Public key of the channels app.
+pub const APP_KEY: &str = "bench-key";
+/// Secret of the channels app.
+pub const APP_SECRET: &str = "bench-secret";
+/// Bearer token of the admin principal used for threads.
+pub const TOKEN: &str = "bench-token";
+/// The address nchan listens on (fixed by its config).
+pub const NCHAN_ADDR: &str = "127.0.0.1:8090";
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The server did not come up.
+    #[error("{0}")]
+    Start(String),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
+    let what = what.into();
+    move |source| ServerError::Io { what, source }
+}
+
+/// Which store Bubble runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// In memory.
+    Memory,
+    /// SQLite in the run directory.
+    Sqlite,
+}
+
+impl Store {
+    /// Name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Memory => "memory",
+            Store::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// A running server.
+pub struct Server {
+    /// `bubble` or `nchan`.
+    pub name: &'static str,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Server {
+    /// The processes doing the work (nginx: its workers).
+    pub fn pids(&self) -> Vec<u32> {
+        if self.name == "nchan" {
+            let workers = procstat::children(self.child.id());
+            if !workers.is_empty() {
+                return workers;
+            }
+        }
+        vec![self.child.id()]
+    }
+
+    /// Resident memory of the working processes, KiB.
+    pub fn rss_kib(&self) -> u64 {
+        self.pids()
+            .iter()
+            .filter_map(|&p| procstat::rss_kib(p))
+            .sum()
+    }
+
+    /// Peak resident memory of the working processes, KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.pids()
+            .iter()
+            .filter_map(|&p| procstat::peak_rss_kib(p))
+            .sum()
+    }
+
+    /// The server's own log, for error messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(10)..].join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: signalling our own child by its id.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let _ = std::fs::remove_dir_all(&self.dir);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh scratch directory for one server run.
+fn scratch(name: &str) -> Result<PathBuf, ServerError> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("bubble-bench-{}-{name}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(io_err(format!("create {}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Pins the child to `core` and gives it the largest open-files limit.
+fn confine(cmd: &mut Command, core: Option<usize>) {
+    // SAFETY: the closure only makes async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(core) = core {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(core, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            crate::limits::raise_nofile();
+            Ok(())
+        });
+    }
+}
+
+/// Starts `bubble serve` on an ephemeral port with `store`.
+pub fn start_bubble(bin: &Path, store: Store, core: Option<usize>) -> Result<Server, ServerError> {
+    if !bin.exists() {
+        return Err(ServerError::Start(format!(
+            "{} not found; build it with `cargo build --release -p bubble-server`",
+            bin.display()
+        )));
+    }
+    let dir = scratch("bubble")?;
+    let store_spec = match store {
+        Store::Memory => "memory".to_string(),
+        Store::Sqlite => format!("sqlite:{}", dir.join("bubble.db").display()),
+    };
+    let config = format!(
+        r#"listen = "127.0.0.1:0"
+store = "{store_spec}"
+admins = ["bench"]
+
+[[auth.tokens]]
+token = "{TOKEN}"
+principal = "bench"
+
+[[apps]]
+id = "{APP_ID}"
+key = "{APP_KEY}"
+secret = "{APP_SECRET}"
+max_connections = 1000000
+
+[limits]
+frame_rate = 100000000
+command_rate = 100000
+max_subscriptions = 100000
+"#
+    );
+    let conf_path = dir.join("bubble.toml");
+    std::fs::write(&conf_path, config).map_err(io_err("write bubble.toml"))?;
+    let log = std::fs::File::create(dir.join("server.log")).map_err(io_err("create server.log"))?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&conf_path)
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--store")
+        .arg(&store_spec)
+        .env("RUST_LOG", "warn")
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    confine(&mut cmd, core);
+    let mut child = cmd
+        .spawn()
+        .map_err(io_err(format!("spawn {}", bin.display())))?;
+    let stdout = child.stdout.take();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let Some(out) = stdout else { return };
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("listening on http://") {
+                let _ = tx.send(addr.trim().to_string());
+            }
+        }
+    });
+    let mut server = Server {
+        name: "bubble",
+        addr: "127.0.0.1:0".parse().expect("static address"),
+        child,
+        dir,
+    };
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => {
+            let addr = addr
+                .parse()
+                .map_err(|_| ServerError::Start(format!("bad listening line address {addr}")))?;
+            server.addr = addr;
+            Ok(server)
+        }
+        Err(_) => Err(ServerError::Start(format!(
+            "bubble did not print its listening line; log:\n{}",
+            server.log_tail()
+        ))),
+    }
+}
+
+/// Starts nginx with nchan from the config template at `conf`.
+pub fn start_nchan(conf: &Path, core: Option<usize>) -> Result<Server, ServerError> {
+    let addr: SocketAddr = NCHAN_ADDR.parse().expect("static address");
+    if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        return Err(ServerError::Start(format!(
+            "something already listens on {addr}"
+        )));
+    }
+    let template =
+        std::fs::read_to_string(conf).map_err(io_err(format!("read {}", conf.display())))?;
+    let dir = scratch("nchan")?;
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(
+        &conf_path,
+        template.replace("__RUN_DIR__", &dir.display().to_string()),
+    )
+    .map_err(io_err("write nginx.conf"))?;
+    let log = std::fs::File::create(dir.join("server.log")).map_err(io_err("create server.log"))?;
+    let mut cmd = Command::new("nginx");
+    cmd.arg("-p")
+        .arg(&dir)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-c")
+        .arg(&conf_path)
+        .arg("-g")
+        .arg("daemon off;")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    confine(&mut cmd, core);
+    let child = cmd.spawn().map_err(io_err("spawn nginx"))?;
+    let mut server = Server {
+        name: "nchan",
+        addr,
+        child,
+        dir,
+    };
+    for _ in 0..200 {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
+            && server.pids()[0] != server.child.id()
+        {
+            return Ok(server);
+        }
+        if let Ok(Some(status)) = server.child.try_wait() {
+            let errors = std::fs::read_to_string(server.dir.join("error.log")).unwrap_or_default();
+            return Err(ServerError::Start(format!(
+                "nginx exited ({status}): {}{errors}",
+                server.log_tail()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(ServerError::Start("nginx did not start listening".into()))
+}

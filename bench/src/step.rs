@@ -1,0 +1,319 @@
+//! One measured step at a fixed rate, and the saturation search built from
+//! steps.
+
+use serde::Serialize;
+
+use crate::pool::{Pool, Stats};
+use crate::procstat::CpuMeter;
+use crate::publisher::{self, Plan, Report};
+use crate::servers::Server;
+
+/// Generator CPU above this share of its cores makes a step invalid.
+pub const GEN_SATURATED: f64 = 0.95;
+/// More late sends (over `publisher::LATE_NS`) than this share makes a
+/// step invalid.
+pub const MAX_LATE: f64 = 0.01;
+/// Delivery ratio a sustainable step must reach.
+pub const MIN_RATIO: f64 = 0.999;
+
+/// The measured outcome of one step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    /// Step number (stamp step).
+    pub step: u8,
+    /// Target rate of the measured items (deliveries or appends) per second.
+    pub target_rate: f64,
+    /// Seconds of sending.
+    pub secs: f64,
+    /// Items the schedule called for.
+    pub expected: u64,
+    /// Items that arrived.
+    pub completed: u64,
+    /// `completed / expected`.
+    pub ratio: f64,
+    /// `completed / secs`.
+    pub throughput: f64,
+    /// Latency percentiles, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Latency samples behind the percentiles.
+    pub samples: u64,
+    /// Scheduled send to HTTP answer, 99th percentile, ms.
+    pub ack_p99_ms: f64,
+    /// Server CPU, in cores.
+    pub server_cores: f64,
+    /// Generator CPU, in cores.
+    pub gen_cores: f64,
+    /// Share of sends more than 5 ms behind schedule.
+    pub late_share: f64,
+    /// Send lateness, 99th percentile, ms.
+    pub late_p99_ms: f64,
+    /// Sends dropped because the server stopped reading.
+    pub dropped: u64,
+    /// Error answers.
+    pub errors: u64,
+    /// The first error answer.
+    pub first_error: Option<String>,
+    /// Subscribers the server closed during the step.
+    pub closed: u64,
+    /// One-minute load average of the machine at the end of the step.
+    pub loadavg: f64,
+    /// False when the generator saturated or fell behind.
+    pub valid: bool,
+    /// Valid, ratio ≥ 0.999, p99 within the bound and no errors.
+    pub sustainable: bool,
+}
+
+impl StepResult {
+    /// A one-line summary.
+    pub fn line(&self) -> String {
+        format!(
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms ack-p99 {:.2} ms server {:.2} cores gen {:.2} cores late {:.3} dropped {} load {:.1}{}{}",
+            self.target_rate,
+            self.throughput,
+            self.ratio,
+            self.p50_ms,
+            self.p99_ms,
+            self.p999_ms,
+            self.ack_p99_ms,
+            self.server_cores,
+            self.gen_cores,
+            self.late_share,
+            self.dropped,
+            self.loadavg,
+            if self.valid { "" } else { " INVALID(generator)" },
+            if self.sustainable { "" } else { " unsustainable" },
+        )
+    }
+}
+
+/// Inputs common to every step of a run.
+pub struct StepEnv<'a> {
+    /// The server under test.
+    pub server: &'a Server,
+    /// Cores the generator may use.
+    pub gen_cores: usize,
+    /// p99 bound of a sustainable step, ms.
+    pub p99_bound_ms: f64,
+}
+
+/// The machine's one-minute load average.
+pub fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+fn percentiles(h: &hdrhistogram::Histogram<u64>) -> (f64, f64, f64, u64) {
+    if h.is_empty() {
+        return (0.0, 0.0, 0.0, 0);
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    (ms(0.5), ms(0.99), ms(0.999), h.len())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    env: &StepEnv,
+    step: u8,
+    target_rate: f64,
+    rep: &Report,
+    expected: u64,
+    completed: u64,
+    hist: &hdrhistogram::Histogram<u64>,
+    cores: (f64, f64),
+    closed: u64,
+    last_ns: u64,
+) -> StepResult {
+    // Until the last completion: stragglers after the last send count, and
+    // so does the time they took.
+    let end = rep.span_ns.1.max(last_ns);
+    let secs = ((end - rep.span_ns.0) as f64 / 1e9).max(1e-3);
+    let ratio = if expected == 0 {
+        0.0
+    } else {
+        completed as f64 / expected as f64
+    };
+    let (p50, p99, p999, samples) = percentiles(hist);
+    let late_share = if rep.scheduled == 0 {
+        0.0
+    } else {
+        rep.late as f64 / rep.scheduled as f64
+    };
+    let valid = cores.1 < GEN_SATURATED * env.gen_cores as f64 && late_share <= MAX_LATE;
+    let sustainable = valid
+        && ratio >= MIN_RATIO
+        && p99 <= env.p99_bound_ms
+        && rep.errors == 0
+        && rep.dropped == 0
+        && closed == 0;
+    StepResult {
+        step,
+        target_rate,
+        secs,
+        expected,
+        completed,
+        ratio,
+        throughput: completed as f64 / secs,
+        p50_ms: p50,
+        p99_ms: p99,
+        p999_ms: p999,
+        samples,
+        ack_p99_ms: percentiles(&rep.ack).1,
+        server_cores: cores.0,
+        gen_cores: cores.1,
+        late_share,
+        late_p99_ms: percentiles(&rep.lateness).1,
+        dropped: rep.dropped,
+        errors: rep.errors,
+        first_error: rep.first_error.clone(),
+        closed,
+        loadavg: loadavg(),
+        valid,
+        sustainable,
+    }
+}
+
+/// Publishes `plan` (its rate in messages/s) while `pool` receives, each
+/// message fanning out to `fanout` subscribers; waits for stragglers and
+/// judges the step by deliveries.
+pub fn delivery_step(
+    env: &StepEnv,
+    pool: &Pool,
+    plan: &Plan,
+    fanout: u64,
+) -> Result<StepResult, publisher::PublishError> {
+    let s = plan.step as usize;
+    let closed_before = pool.with_stats(|st: &Stats| st.closed);
+    let server_cpu = CpuMeter::start(env.server.pids());
+    let gen_cpu = CpuMeter::start(vec![std::process::id()]);
+    let rep = publisher::run(plan)?;
+    let cores = (server_cpu.cores(), gen_cpu.cores());
+    let expected = rep.scheduled * fanout;
+    let mut last = (0u64, crate::clock::now_ns());
+    let deadline = crate::clock::now_ns() + 10_000_000_000;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let got = pool.with_stats(|st| st.delivered[s]);
+        let now = crate::clock::now_ns();
+        if got >= expected || now > deadline {
+            break;
+        }
+        if got != last.0 {
+            last = (got, now);
+        } else if now - last.1 > 1_000_000_000 {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    let (completed, hist, closed, last) = pool.with_stats(|st| {
+        (
+            st.delivered[s],
+            st.hist[s].clone(),
+            st.closed - closed_before,
+            st.last_delivery_ns,
+        )
+    });
+    Ok(judge(
+        env,
+        plan.step,
+        plan.rate * fanout as f64,
+        &rep,
+        expected,
+        completed,
+        &hist,
+        cores,
+        closed,
+        last,
+    ))
+}
+
+/// Runs `plan` and judges it by its HTTP answers (appends acknowledged).
+pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::PublishError> {
+    let server_cpu = CpuMeter::start(env.server.pids());
+    let gen_cpu = CpuMeter::start(vec![std::process::id()]);
+    let rep = publisher::run(plan)?;
+    let cores = (server_cpu.cores(), gen_cpu.cores());
+    let hist = rep.ack.clone();
+    Ok(judge(
+        env,
+        plan.step,
+        plan.rate,
+        &rep,
+        rep.scheduled,
+        rep.ok,
+        &hist,
+        cores,
+        0,
+        rep.last_ok_ns,
+    ))
+}
+
+/// The rates of a saturation search: grows by `factor` from `start` while
+/// steps are sustainable, then bisects twice between the last good and the
+/// first bad rate. `run` measures one rate at one step number.
+pub fn search<E>(
+    start: f64,
+    factor: f64,
+    max_growth_steps: usize,
+    first_step: u8,
+    mut run: impl FnMut(u8, f64) -> Result<StepResult, E>,
+) -> Result<Vec<StepResult>, E> {
+    let mut out: Vec<StepResult> = Vec::new();
+    let mut step = first_step;
+    let mut rate = start;
+    let mut good: Option<f64> = None;
+    let mut bad: Option<f64> = None;
+    for _ in 0..max_growth_steps {
+        let r = run(step, rate)?;
+        step += 1;
+        let ok = r.sustainable;
+        let stop = !r.valid || r.closed > 0;
+        out.push(r);
+        if ok {
+            good = Some(rate);
+            rate *= factor;
+        } else {
+            bad = Some(rate);
+            if stop {
+                return Ok(out);
+            }
+            break;
+        }
+    }
+    if let (Some(g), Some(b)) = (good, bad) {
+        let (mut g, mut b) = (g, b);
+        for _ in 0..2 {
+            if (step as usize) >= crate::stamp::MAX_STEPS {
+                break;
+            }
+            let mid = (g + b) / 2.0;
+            let r = run(step, mid)?;
+            step += 1;
+            let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
+            out.push(r);
+            if ok {
+                g = mid;
+            } else {
+                b = mid;
+                if stop {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The highest throughput among sustainable steps.
+pub fn max_sustainable(steps: &[StepResult]) -> f64 {
+    steps
+        .iter()
+        .filter(|s| s.sustainable)
+        .map(|s| s.throughput)
+        .fold(0.0, f64::max)
+}

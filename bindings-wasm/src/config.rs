@@ -1,0 +1,205 @@
+//! The engine's configuration as JSON: the same keys as `bubble.toml`
+//! (`admins`, `auth.tokens`, `auth.jwt`, `apps`, `limits`, `heartbeat`).
+//! Host-only keys (`listen`, `store`, `ws_path`, `broker`) are ignored here.
+
+use bubble_core::{AppConfig, AuthConfig, Config, Heartbeat, Limits, PrincipalId};
+use serde::{Deserialize, Serialize};
+
+/// The top level of the JSON configuration.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ConfigJson {
+    admins: Vec<PrincipalId>,
+    auth: AuthJson,
+    apps: Vec<AppJson>,
+    limits: LimitsJson,
+    heartbeat: HeartbeatJson,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct AuthJson {
+    tokens: Vec<TokenJson>,
+    jwt: Option<JwtJson>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenJson {
+    token: String,
+    principal: PrincipalId,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JwtJson {
+    secret: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppJson {
+    id: String,
+    key: String,
+    secret: String,
+    #[serde(default)]
+    max_connections: Option<usize>,
+}
+
+/// [`Limits`] with serde names; every key is optional.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct LimitsJson {
+    max_event_bytes: usize,
+    max_ws_frame_bytes: usize,
+    max_subscriptions: usize,
+    frame_rate: u32,
+    frame_rate_window_ms: u64,
+    outbound_queue_frames: usize,
+    backlog_page: usize,
+    max_channels: usize,
+    max_channel_message_bytes: usize,
+    max_publish_data_bytes: usize,
+    command_rate: u32,
+    command_rate_window_ms: u64,
+    idempotency_retention_ms: u64,
+}
+
+impl Default for LimitsJson {
+    fn default() -> LimitsJson {
+        LimitsJson::from(&Limits::default())
+    }
+}
+
+impl From<&Limits> for LimitsJson {
+    fn from(l: &Limits) -> LimitsJson {
+        LimitsJson {
+            max_event_bytes: l.max_event_bytes,
+            max_ws_frame_bytes: l.max_ws_frame_bytes,
+            max_subscriptions: l.max_subscriptions,
+            frame_rate: l.frame_rate,
+            frame_rate_window_ms: l.frame_rate_window_ms,
+            outbound_queue_frames: l.outbound_queue_frames,
+            backlog_page: l.backlog_page,
+            max_channels: l.max_channels,
+            max_channel_message_bytes: l.max_channel_message_bytes,
+            max_publish_data_bytes: l.max_publish_data_bytes,
+            command_rate: l.command_rate,
+            command_rate_window_ms: l.command_rate_window_ms,
+            idempotency_retention_ms: l.idempotency_retention_ms,
+        }
+    }
+}
+
+impl From<LimitsJson> for Limits {
+    fn from(l: LimitsJson) -> Limits {
+        Limits {
+            max_event_bytes: l.max_event_bytes,
+            max_ws_frame_bytes: l.max_ws_frame_bytes,
+            max_subscriptions: l.max_subscriptions,
+            frame_rate: l.frame_rate,
+            frame_rate_window_ms: l.frame_rate_window_ms,
+            outbound_queue_frames: l.outbound_queue_frames,
+            backlog_page: l.backlog_page,
+            max_channels: l.max_channels,
+            max_channel_message_bytes: l.max_channel_message_bytes,
+            max_publish_data_bytes: l.max_publish_data_bytes,
+            command_rate: l.command_rate,
+            command_rate_window_ms: l.command_rate_window_ms,
+            idempotency_retention_ms: l.idempotency_retention_ms,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HeartbeatJson {
+    ping_interval_ms: u64,
+    pong_timeout_ms: u64,
+}
+
+impl Default for HeartbeatJson {
+    fn default() -> HeartbeatJson {
+        let h = Heartbeat::default();
+        HeartbeatJson {
+            ping_interval_ms: h.ping_interval_ms,
+            pong_timeout_ms: h.pong_timeout_ms,
+        }
+    }
+}
+
+/// Parses the JSON configuration; the error names the offending key.
+pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
+    let c: ConfigJson = serde_json::from_str(json)?;
+    Ok(Config {
+        admins: c.admins,
+        auth: AuthConfig {
+            tokens: c
+                .auth
+                .tokens
+                .into_iter()
+                .map(|t| (t.token, t.principal))
+                .collect(),
+            jwt_secret: c.auth.jwt.map(|j| j.secret),
+        },
+        apps: c
+            .apps
+            .into_iter()
+            .map(|a| AppConfig {
+                id: a.id,
+                key: a.key,
+                secret: a.secret,
+                max_connections: a.max_connections,
+            })
+            .collect(),
+        limits: c.limits.into(),
+        heartbeat: Heartbeat {
+            ping_interval_ms: c.heartbeat.ping_interval_ms,
+            pong_timeout_ms: c.heartbeat.pong_timeout_ms,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_object_is_the_default_config() {
+        let c = parse("{}").unwrap();
+        assert_eq!(c.limits, Limits::default());
+        assert_eq!(c.heartbeat, Heartbeat::default());
+        assert!(c.auth.tokens.is_empty() && c.apps.is_empty() && c.admins.is_empty());
+    }
+
+    #[test]
+    fn keys_match_the_toml_file() {
+        let c = parse(
+            r#"{"listen":"127.0.0.1:3000","admins":["root"],
+                "auth":{"tokens":[{"token":"dev-alice","principal":"alice"}],"jwt":{"secret":"s"}},
+                "apps":[{"id":"app-1","key":"app-key","secret":"app-secret","max_connections":3}],
+                "limits":{"backlog_page":7},"heartbeat":{"ping_interval_ms":5}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.admins, vec![PrincipalId::new("root")]);
+        assert_eq!(
+            c.auth.tokens,
+            vec![("dev-alice".to_owned(), PrincipalId::new("alice"))]
+        );
+        assert_eq!(c.auth.jwt_secret.as_deref(), Some("s"));
+        assert_eq!(c.apps[0].max_connections, Some(3));
+        assert_eq!(c.limits.backlog_page, 7);
+        assert_eq!(c.limits.max_channels, Limits::default().max_channels);
+        assert_eq!(c.heartbeat.ping_interval_ms, 5);
+        assert_eq!(
+            c.heartbeat.pong_timeout_ms,
+            Heartbeat::default().pong_timeout_ms
+        );
+    }
+
+    #[test]
+    fn a_misspelt_limit_is_refused() {
+        let err = parse(r#"{"limits":{"backlog_pages":7}}"#).unwrap_err();
+        assert!(err.to_string().contains("backlog_pages"), "{err}");
+    }
+}

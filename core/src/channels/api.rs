@@ -1,0 +1,244 @@
+//! `POST /api/apps/:appId/auth` and `POST /api/apps/:appId/events`.
+
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+use crate::engine::{Ctx, Output};
+use crate::http::{HttpRequest, HttpResponse, Method};
+use crate::ids::RequestId;
+
+use super::frames;
+use super::names::ChannelKind;
+use super::publish::{check_idempotency_key, parse_publication, Accepted, PublishError};
+use super::registry::{AppIdx, Registry};
+use super::signature;
+
+/// 404 for an unknown `:appId`.
+pub(crate) const APP_NOT_FOUND: &str = "Application not found";
+/// 401 for a missing or wrong app secret.
+pub(crate) const BAD_SECRET: &str = "A valid application secret is required";
+/// 400 from the auth endpoint: a required field is missing.
+pub(crate) const AUTH_FIELDS_REQUIRED: &str = "socket_id and channel_name are required";
+/// 400 from the auth endpoint: a public channel.
+pub(crate) const AUTH_NOT_NEEDED: &str = "Channel does not require authentication";
+/// 400 from the auth endpoint: a presence channel without a valid `user_id`.
+pub(crate) const AUTH_USER_REQUIRED: &str = "user_id is required for presence channels";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Auth,
+    Events,
+}
+
+/// Answers one `/api/apps/…` request.
+pub(crate) fn handle(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    req: RequestId,
+    request: &HttpRequest<'_>,
+) {
+    let response = route(reg, cx, request);
+    cx.out.push(Output::Respond { req, response });
+}
+
+fn error(status: u16, message: &str) -> HttpResponse {
+    HttpResponse::json(status, json!({ "error": message }).to_string())
+}
+
+fn coded_error(status: u16, message: &str, code: &str) -> HttpResponse {
+    HttpResponse::json(
+        status,
+        json!({ "error": message, "code": code }).to_string(),
+    )
+}
+
+fn route(reg: &mut Registry, cx: &mut Ctx<'_>, request: &HttpRequest<'_>) -> HttpResponse {
+    let Some((app_id, endpoint)) = parse_path(request.path) else {
+        return coded_error(404, "Not found", "not_found");
+    };
+    if request.method != Method::Post {
+        return coded_error(405, "Method not allowed", "method_not_allowed");
+    }
+    let Some(app) = reg.app_by_id(app_id) else {
+        return error(404, APP_NOT_FOUND);
+    };
+    if !secret_matches(&reg.apps[app].config.secret, request.authorization) {
+        return error(401, BAD_SECRET);
+    }
+    match endpoint {
+        Endpoint::Auth => authorize(reg, app, request.body),
+        Endpoint::Events => match publish(reg, cx, app, request) {
+            Ok(response) => response,
+            Err(err) => coded_error(err.http_status(), &err.to_string(), err.code()),
+        },
+    }
+}
+
+fn parse_path(path: &str) -> Option<(&str, Endpoint)> {
+    let rest = path.strip_prefix("/api/apps/")?;
+    let (app_id, endpoint) = rest.split_once('/')?;
+    let endpoint = match endpoint {
+        "auth" => Endpoint::Auth,
+        "events" => Endpoint::Events,
+        _ => return None,
+    };
+    (!app_id.is_empty()).then_some((app_id, endpoint))
+}
+
+fn secret_matches(secret: &str, authorization: Option<&str>) -> bool {
+    let Ok(given) = crate::auth::bearer(authorization) else {
+        return false;
+    };
+    given.as_bytes().ct_eq(secret.as_bytes()).into()
+}
+
+fn nonblank_string(body: &serde_json::Map<String, Value>, field: &str) -> Option<String> {
+    match body.get(field) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Signs a subscription for the app's backend.
+fn authorize(reg: &Registry, app: AppIdx, body: &[u8]) -> HttpResponse {
+    let fields = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let (Some(socket_id), Some(channel)) = (
+        nonblank_string(&fields, "socket_id"),
+        nonblank_string(&fields, "channel_name"),
+    ) else {
+        return error(400, AUTH_FIELDS_REQUIRED);
+    };
+    let config = &reg.apps[app].config;
+    match ChannelKind::of(&channel) {
+        ChannelKind::Public => error(400, AUTH_NOT_NEEDED),
+        ChannelKind::Private => {
+            let auth =
+                signature::auth_string(&config.key, &config.secret, &socket_id, &channel, None);
+            HttpResponse::json(200, json!({ "auth": auth }).to_string())
+        }
+        ChannelKind::Presence => {
+            let user_id = match fields.get("user_id") {
+                Some(Value::String(id)) if !id.is_empty() => id,
+                _ => return error(400, AUTH_USER_REQUIRED),
+            };
+            let mut identity = serde_json::Map::new();
+            identity.insert("user_id".into(), Value::String(user_id.clone()));
+            match fields.get("user_info") {
+                None | Some(Value::Null) => {}
+                Some(info @ Value::Object(_)) => {
+                    identity.insert("user_info".into(), info.clone());
+                }
+                Some(_) => return error(400, AUTH_USER_REQUIRED),
+            }
+            let channel_data = Value::Object(identity).to_string();
+            let auth = signature::auth_string(
+                &config.key,
+                &config.secret,
+                &socket_id,
+                &channel,
+                Some(&channel_data),
+            );
+            HttpResponse::json(
+                200,
+                json!({ "auth": auth, "channel_data": channel_data }).to_string(),
+            )
+        }
+    }
+}
+
+fn accepted_body(accepted: &Accepted, duplicate: bool) -> HttpResponse {
+    let body = json!({
+        "success": true,
+        "accepted": true,
+        "channels": accepted.channels,
+        "publicationId": accepted.publication_id,
+        "duplicate": duplicate,
+    });
+    HttpResponse::json(202, body.to_string())
+}
+
+/// Validates a publication and fans it out to the app's subscribers,
+/// serializing each channel's envelope once.
+fn publish(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    app: AppIdx,
+    request: &HttpRequest<'_>,
+) -> Result<HttpResponse, PublishError> {
+    if let Some(key) = request.idempotency_key {
+        check_idempotency_key(key)?;
+    }
+    let publication = parse_publication(request.body, cx.limits.max_publish_data_bytes)?;
+    let state = &mut reg.apps[app];
+    state.idempotency.expire(cx.now);
+    if let Some(key) = request.idempotency_key {
+        if let Some(original) = state.idempotency.get(key, cx.now) {
+            return Ok(accepted_body(original, true));
+        }
+    }
+    let excluded = publication
+        .socket_id
+        .as_ref()
+        .and_then(|id| state.sockets_by_id.get(id))
+        .copied();
+    let payload = frames::payload(&publication.name, &publication.data);
+    for channel in &publication.channels {
+        let Some(entry) = state.channels.get(channel) else {
+            continue;
+        };
+        let frame = frames::delivery(channel, &payload);
+        let mut delivered = 0;
+        for &conn in entry.subscribers.iter().filter(|&&c| Some(c) != excluded) {
+            cx.out.push(Output::Send {
+                conn,
+                frame: frame.clone(),
+            });
+            delivered += 1;
+        }
+        cx.metrics.deliveries += delivered;
+    }
+    cx.metrics.publishes += 1;
+    let accepted = Accepted {
+        publication_id: cx.ids.uuid_v4(),
+        channels: publication.channels,
+    };
+    let response = accepted_body(&accepted, false);
+    if let Some(key) = request.idempotency_key {
+        state
+            .idempotency
+            .remember(key, accepted, cx.now, cx.limits.idempotency_retention_ms);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            parse_path("/api/apps/app-1/auth"),
+            Some(("app-1", Endpoint::Auth))
+        );
+        assert_eq!(
+            parse_path("/api/apps/app-1/events"),
+            Some(("app-1", Endpoint::Events))
+        );
+        assert_eq!(parse_path("/api/apps/app-1/other"), None);
+        assert_eq!(parse_path("/api/apps//events"), None);
+        assert_eq!(parse_path("/api/apps/a/b/events"), None);
+        assert_eq!(parse_path("/api/apps/app-1"), None);
+    }
+
+    #[test]
+    fn secrets() {
+        assert!(secret_matches("s3", Some("Bearer s3")));
+        assert!(!secret_matches("s3", Some("Bearer s4")));
+        assert!(!secret_matches("s3", Some("s3")));
+        assert!(!secret_matches("s3", None));
+    }
+}

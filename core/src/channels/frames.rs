@@ -1,0 +1,125 @@
+//! Server messages on a pubb socket, serialized once and shared.
+//!
+//! Control events carry `event`, optionally `channel`, and `data`: a JSON
+//! string, except the presence snapshot and member events whose `data` is an
+//! object (SPEC §6). Published events arrive as `{channel, data}` with no
+//! `event`.
+
+use serde_json::{json, Value};
+
+use crate::engine::{ChannelProtocol, SharedFrame};
+
+fn frame(value: &Value) -> SharedFrame {
+    SharedFrame::from(value.to_string())
+}
+
+/// `pubb:connection_established`, `data` = `{"socket_id","activity_timeout"}` as a string.
+pub(crate) fn connection_established(socket_id: &str, activity_timeout_s: u64) -> SharedFrame {
+    let data = json!({ "socket_id": socket_id, "activity_timeout": activity_timeout_s });
+    frame(&json!({ "event": "pubb:connection_established", "data": data.to_string() }))
+}
+
+/// The acknowledgement event of `protocol`.
+fn succeeded_event(protocol: ChannelProtocol) -> &'static str {
+    match protocol {
+        ChannelProtocol::V2 => "pubb:subscription_succeeded",
+        ChannelProtocol::Legacy => "pubb_internal:subscription_succeeded",
+    }
+}
+
+/// A subscription acknowledgement with the string `"{}"` as `data`.
+pub(crate) fn subscription_succeeded(protocol: ChannelProtocol, channel: &str) -> SharedFrame {
+    frame(&json!({ "event": succeeded_event(protocol), "channel": channel, "data": "{}" }))
+}
+
+/// The acknowledgement of a new presence subscription, `data` = `{"presence": snapshot}`.
+pub(crate) fn presence_succeeded(
+    protocol: ChannelProtocol,
+    channel: &str,
+    snapshot: Value,
+) -> SharedFrame {
+    frame(&json!({
+        "event": succeeded_event(protocol),
+        "channel": channel,
+        "data": { "presence": snapshot },
+    }))
+}
+
+/// `subscription_error` with a sentence as `data`.
+pub(crate) fn subscription_error(channel: &str, message: &str) -> SharedFrame {
+    frame(&json!({ "event": "subscription_error", "channel": channel, "data": message }))
+}
+
+/// `pubb:member_added`; `user_info` is omitted when the member has none.
+pub(crate) fn member_added(channel: &str, user_id: &str, user_info: Option<&Value>) -> SharedFrame {
+    let mut data = json!({ "user_id": user_id });
+    if let (Some(info), Value::Object(map)) = (user_info, &mut data) {
+        map.insert("user_info".into(), info.clone());
+    }
+    frame(&json!({ "event": "pubb:member_added", "channel": channel, "data": data }))
+}
+
+/// `pubb:member_removed`.
+pub(crate) fn member_removed(channel: &str, user_id: &str) -> SharedFrame {
+    frame(
+        &json!({ "event": "pubb:member_removed", "channel": channel, "data": { "user_id": user_id } }),
+    )
+}
+
+/// The connection-level `error` event.
+pub(crate) fn error(message: &str) -> SharedFrame {
+    frame(&json!({ "event": "error", "data": message }))
+}
+
+/// The delivery envelope `{"channel", "data"}`; `payload` is the serialized
+/// `{"name","data"}` string, built once per publication.
+pub(crate) fn delivery(channel: &str, payload: &str) -> SharedFrame {
+    frame(&json!({ "channel": channel, "data": payload }))
+}
+
+/// The `{"name","data"}` payload of a publication, serialized once.
+pub(crate) fn payload(name: &str, data: &Value) -> String {
+    json!({ "name": name, "data": data }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_shapes() {
+        assert_eq!(
+            &*connection_established("0123456789abcdef0123456789abcdef", 60),
+            r#"{"event":"pubb:connection_established","data":"{\"socket_id\":\"0123456789abcdef0123456789abcdef\",\"activity_timeout\":60}"}"#
+        );
+        assert_eq!(
+            &*subscription_succeeded(ChannelProtocol::V2, "notifications"),
+            r#"{"event":"pubb:subscription_succeeded","channel":"notifications","data":"{}"}"#
+        );
+        assert_eq!(
+            &*subscription_succeeded(ChannelProtocol::Legacy, "n"),
+            r#"{"event":"pubb_internal:subscription_succeeded","channel":"n","data":"{}"}"#
+        );
+        assert_eq!(
+            &*subscription_error("private-user-42", "Subscription not authorized"),
+            r#"{"event":"subscription_error","channel":"private-user-42","data":"Subscription not authorized"}"#
+        );
+        assert_eq!(
+            &*member_added("presence-team-42", "43", Some(&json!({"name":"Sam"}))),
+            r#"{"event":"pubb:member_added","channel":"presence-team-42","data":{"user_id":"43","user_info":{"name":"Sam"}}}"#
+        );
+        assert_eq!(
+            &*member_removed("presence-team-42", "43"),
+            r#"{"event":"pubb:member_removed","channel":"presence-team-42","data":{"user_id":"43"}}"#
+        );
+        assert_eq!(
+            &*error("Command rate exceeded (20/s)"),
+            r#"{"event":"error","data":"Command rate exceeded (20/s)"}"#
+        );
+        let payload = payload("order.created", &json!({"orderId":"1042"}));
+        assert_eq!(
+            &*delivery("notifications", &payload),
+            r#"{"channel":"notifications","data":"{\"name\":\"order.created\",\"data\":{\"orderId\":\"1042\"}}"}"#
+        );
+    }
+}

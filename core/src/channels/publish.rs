@@ -1,0 +1,436 @@
+//! HTTP publish: request validation and `Idempotency-Key` retention.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::Value;
+
+use crate::ids::Millis;
+
+/// Most channels one publication may target.
+pub const MAX_PUBLISH_CHANNELS: usize = 100;
+/// Longest channel or event name a publication may use, in characters.
+pub const MAX_PUBLISH_NAME_CHARS: usize = 200;
+/// Longest `Idempotency-Key`, in characters.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 128;
+
+/// Why a publish request was refused. Each variant has a stable `code`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishError {
+    /// The body is not a JSON object.
+    #[error("Request body must be a JSON object")]
+    InvalidBody,
+    /// `channel` is missing, of the wrong type, or an array of the wrong size.
+    #[error("channel must be a string or an array of 1 to 100 strings")]
+    InvalidChannels,
+    /// A channel name is blank or longer than 200 characters.
+    #[error("Channel names must be nonblank and at most 200 characters")]
+    InvalidChannelName,
+    /// A channel begins with `debug-` or `_`.
+    #[error(
+        "Channel \"{0}\" is reserved: channels beginning with debug- or _ cannot be published to"
+    )]
+    ReservedChannel(String),
+    /// `name` is missing, not a string, blank or longer than 200 characters.
+    #[error("name must be a nonblank string of at most 200 characters")]
+    InvalidEventName,
+    /// `data` serializes to more than the configured limit.
+    #[error("data must be at most {0} bytes of JSON")]
+    DataTooLarge(usize),
+    /// `socket_id` is present but not a string.
+    #[error("socket_id must be a string")]
+    InvalidSocketId,
+    /// The `Idempotency-Key` header is empty, too long or not printable ASCII.
+    #[error("Idempotency-Key must be 1 to 128 printable, nonspace ASCII characters")]
+    InvalidIdempotencyKey,
+}
+
+impl PublishError {
+    /// The stable wire code (the `code` of the error body).
+    pub fn code(&self) -> &'static str {
+        match self {
+            PublishError::InvalidBody => "invalid_body",
+            PublishError::InvalidChannels => "invalid_channels",
+            PublishError::InvalidChannelName => "invalid_channel_name",
+            PublishError::ReservedChannel(_) => "reserved_channel",
+            PublishError::InvalidEventName => "invalid_event_name",
+            PublishError::DataTooLarge(_) => "data_too_large",
+            PublishError::InvalidSocketId => "invalid_socket_id",
+            PublishError::InvalidIdempotencyKey => "invalid_idempotency_key",
+        }
+    }
+
+    /// The HTTP status: 413 for oversized data, 400 otherwise.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            PublishError::DataTooLarge(_) => 413,
+            _ => 400,
+        }
+    }
+}
+
+/// A validated publication.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Publication {
+    /// Target channels, without duplicates, in request order.
+    pub(crate) channels: Vec<String>,
+    /// The application event name.
+    pub(crate) name: String,
+    /// The payload (`null` when omitted).
+    pub(crate) data: Value,
+    /// The socket to leave out, if any.
+    pub(crate) socket_id: Option<String>,
+}
+
+/// Validates a publish body against the seed's rules.
+pub(crate) fn parse_publication(
+    body: &[u8],
+    max_data_bytes: usize,
+) -> Result<Publication, PublishError> {
+    let Ok(Value::Object(mut fields)) = serde_json::from_slice::<Value>(body) else {
+        return Err(PublishError::InvalidBody);
+    };
+    let channels = match fields.remove("channel") {
+        Some(Value::String(one)) => vec![one],
+        Some(Value::Array(many)) if (1..=MAX_PUBLISH_CHANNELS).contains(&many.len()) => many
+            .into_iter()
+            .map(|c| match c {
+                Value::String(s) => Ok(s),
+                _ => Err(PublishError::InvalidChannels),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(PublishError::InvalidChannels),
+    };
+    let mut unique: Vec<String> = Vec::with_capacity(channels.len());
+    for channel in channels {
+        check_channel(&channel)?;
+        if !unique.contains(&channel) {
+            unique.push(channel);
+        }
+    }
+    let name = match fields.remove("name") {
+        Some(Value::String(name)) if is_valid_name(&name) => name,
+        _ => return Err(PublishError::InvalidEventName),
+    };
+    let data = fields.remove("data").unwrap_or(Value::Null);
+    if json_len(&data) > max_data_bytes {
+        return Err(PublishError::DataTooLarge(max_data_bytes));
+    }
+    let socket_id = match fields.remove("socket_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id),
+        Some(_) => return Err(PublishError::InvalidSocketId),
+    };
+    Ok(Publication {
+        channels: unique,
+        name,
+        data,
+        socket_id,
+    })
+}
+
+fn check_channel(channel: &str) -> Result<(), PublishError> {
+    if !is_valid_name(channel) {
+        return Err(PublishError::InvalidChannelName);
+    }
+    if channel.starts_with("debug-") || channel.starts_with('_') {
+        return Err(PublishError::ReservedChannel(channel.to_owned()));
+    }
+    Ok(())
+}
+
+fn is_valid_name(name: &str) -> bool {
+    !name.trim().is_empty() && name.chars().count() <= MAX_PUBLISH_NAME_CHARS
+}
+
+/// Bytes of the compact JSON serialization of `value`.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// Checks an `Idempotency-Key` header: 1–128 printable, nonspace ASCII.
+pub(crate) fn check_idempotency_key(key: &str) -> Result<(), PublishError> {
+    let ok = (1..=MAX_IDEMPOTENCY_KEY_CHARS).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err(PublishError::InvalidIdempotencyKey)
+    }
+}
+
+/// What a remembered key answers a repeat with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Accepted {
+    /// The original publication id.
+    pub(crate) publication_id: String,
+    /// The original target channels.
+    pub(crate) channels: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Remembered {
+    accepted: Accepted,
+    expires: Millis,
+}
+
+/// One app's idempotency keys, each kept for the retention window and then
+/// dropped by [`IdempotencyKeys::expire`], so memory follows the publish
+/// rate over one window rather than growing forever.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdempotencyKeys {
+    entries: HashMap<String, Remembered>,
+    /// Keys in the order they expire (retention is the same for all).
+    queue: VecDeque<(Millis, String)>,
+}
+
+impl IdempotencyKeys {
+    /// The publication `key` names, if it is still retained at `now`.
+    pub(crate) fn get(&self, key: &str, now: Millis) -> Option<&Accepted> {
+        self.entries
+            .get(key)
+            .filter(|r| r.expires > now)
+            .map(|r| &r.accepted)
+    }
+
+    /// Remembers `key` until `now + retention_ms`.
+    pub(crate) fn remember(
+        &mut self,
+        key: &str,
+        accepted: Accepted,
+        now: Millis,
+        retention_ms: u64,
+    ) {
+        let expires = now.plus(retention_ms);
+        self.entries
+            .insert(key.to_owned(), Remembered { accepted, expires });
+        self.queue.push_back((expires, key.to_owned()));
+    }
+
+    /// Drops every key whose retention ended at or before `now`.
+    pub(crate) fn expire(&mut self, now: Millis) {
+        while let Some((at, _)) = self.queue.front() {
+            if *at > now {
+                break;
+            }
+            let Some((at, key)) = self.queue.pop_front() else {
+                break;
+            };
+            if self.entries.get(&key).is_some_and(|r| r.expires <= at) {
+                self.entries.remove(&key);
+            }
+        }
+    }
+
+    /// When the oldest key expires.
+    pub(crate) fn next_expiry(&self) -> Option<Millis> {
+        self.queue.front().map(|(at, _)| *at)
+    }
+
+    /// How many keys are retained.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(body: Value) -> Result<Publication, PublishError> {
+        parse_publication(body.to_string().as_bytes(), 10 * 1024)
+    }
+
+    #[test]
+    fn seed_example() {
+        let p = parse(
+            json!({"channel":"notifications","name":"order.created","data":{"orderId":"1042"}}),
+        )
+        .unwrap();
+        assert_eq!(p.channels, vec!["notifications"]);
+        assert_eq!(p.name, "order.created");
+        assert_eq!(p.data, json!({"orderId":"1042"}));
+        assert_eq!(p.socket_id, None);
+    }
+
+    #[test]
+    fn channel_rules() {
+        let many: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+        assert_eq!(
+            parse(json!({"channel": many, "name":"e"}))
+                .unwrap()
+                .channels
+                .len(),
+            100
+        );
+        let too_many: Vec<String> = (0..101).map(|i| format!("c{i}")).collect();
+        assert_eq!(
+            parse(json!({"channel": too_many, "name":"e"})),
+            Err(PublishError::InvalidChannels)
+        );
+        assert_eq!(
+            parse(json!({"channel": [], "name":"e"})),
+            Err(PublishError::InvalidChannels)
+        );
+        assert_eq!(
+            parse(json!({"name":"e"})),
+            Err(PublishError::InvalidChannels)
+        );
+        assert_eq!(
+            parse(json!({"channel": 5, "name":"e"})),
+            Err(PublishError::InvalidChannels)
+        );
+        assert_eq!(
+            parse(json!({"channel": ["a", 5], "name":"e"})),
+            Err(PublishError::InvalidChannels)
+        );
+        assert_eq!(
+            parse(json!({"channel": " ", "name":"e"})),
+            Err(PublishError::InvalidChannelName)
+        );
+        assert_eq!(
+            parse(json!({"channel": "", "name":"e"})),
+            Err(PublishError::InvalidChannelName)
+        );
+        assert!(parse(json!({"channel": "x".repeat(200), "name":"e"})).is_ok());
+        assert_eq!(
+            parse(json!({"channel": "x".repeat(201), "name":"e"})),
+            Err(PublishError::InvalidChannelName)
+        );
+        assert_eq!(
+            parse(json!({"channel": ["ok", "debug-x"], "name":"e"})),
+            Err(PublishError::ReservedChannel("debug-x".into()))
+        );
+        assert_eq!(
+            parse(json!({"channel": "_x", "name":"e"})),
+            Err(PublishError::ReservedChannel("_x".into()))
+        );
+        assert_eq!(
+            parse(json!({"channel": ["a", "b", "a"], "name":"e"}))
+                .unwrap()
+                .channels,
+            vec!["a", "b"]
+        );
+    }
+
+    #[test]
+    fn name_data_and_socket_rules() {
+        assert_eq!(
+            parse(json!({"channel":"a"})),
+            Err(PublishError::InvalidEventName)
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":"  "})),
+            Err(PublishError::InvalidEventName)
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":7})),
+            Err(PublishError::InvalidEventName)
+        );
+        assert!(parse(json!({"channel":"a","name":"é".repeat(200)})).is_ok());
+        assert_eq!(
+            parse(json!({"channel":"a","name":"x".repeat(201)})),
+            Err(PublishError::InvalidEventName)
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":"e"})).unwrap().data,
+            Value::Null
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":"e","data":null}))
+                .unwrap()
+                .data,
+            Value::Null
+        );
+        // A string of n ASCII letters serializes to n + 2 bytes.
+        assert!(parse(json!({"channel":"a","name":"e","data":"x".repeat(10 * 1024 - 2)})).is_ok());
+        assert_eq!(
+            parse(json!({"channel":"a","name":"e","data":"x".repeat(10 * 1024 - 1)})),
+            Err(PublishError::DataTooLarge(10 * 1024))
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":"e","socket_id":1})),
+            Err(PublishError::InvalidSocketId)
+        );
+        assert_eq!(
+            parse(json!({"channel":"a","name":"e","socket_id":"abc"}))
+                .unwrap()
+                .socket_id
+                .as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            parse_publication(b"[1]", 10),
+            Err(PublishError::InvalidBody)
+        );
+        assert_eq!(parse_publication(b"{", 10), Err(PublishError::InvalidBody));
+    }
+
+    #[test]
+    fn idempotency_key_format() {
+        assert!(check_idempotency_key("order-1042-created").is_ok());
+        assert!(check_idempotency_key(&"k".repeat(128)).is_ok());
+        assert!(check_idempotency_key(&"k".repeat(129)).is_err());
+        assert!(check_idempotency_key("").is_err());
+        assert!(check_idempotency_key("has space").is_err());
+        assert!(check_idempotency_key("tab\t").is_err());
+        assert!(check_idempotency_key("é").is_err());
+    }
+
+    #[test]
+    fn keys_expire_after_retention() {
+        let mut keys = IdempotencyKeys::default();
+        let accepted = Accepted {
+            publication_id: "p1".into(),
+            channels: vec!["a".into()],
+        };
+        keys.remember("k1", accepted.clone(), Millis(1_000), 100);
+        keys.remember("k2", accepted.clone(), Millis(1_050), 100);
+        assert_eq!(keys.next_expiry(), Some(Millis(1_100)));
+        assert_eq!(keys.get("k1", Millis(1_099)), Some(&accepted));
+        assert_eq!(keys.get("k1", Millis(1_100)), None);
+        keys.expire(Millis(1_099));
+        assert_eq!(keys.len(), 2);
+        keys.expire(Millis(1_100));
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys.next_expiry(), Some(Millis(1_150)));
+        keys.expire(Millis(5_000));
+        assert_eq!(keys.len(), 0);
+        assert_eq!(keys.next_expiry(), None);
+    }
+
+    #[test]
+    fn re_remembered_key_survives_its_old_expiry() {
+        let mut keys = IdempotencyKeys::default();
+        let first = Accepted {
+            publication_id: "p1".into(),
+            channels: vec![],
+        };
+        let second = Accepted {
+            publication_id: "p2".into(),
+            channels: vec![],
+        };
+        keys.remember("k", first, Millis(0), 100);
+        keys.remember("k", second.clone(), Millis(100), 100);
+        keys.expire(Millis(100));
+        assert_eq!(keys.get("k", Millis(150)), Some(&second));
+        keys.expire(Millis(200));
+        assert_eq!(keys.len(), 0);
+    }
+}

@@ -1,0 +1,294 @@
+//! The pubb socket state machine: handshake, commands, limits, leaving.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{ChannelProtocol, Ctx, Output, WsFrame};
+use crate::ids::ConnId;
+
+use super::commands::{self, Command};
+use super::frames;
+use super::names::{is_valid_subscription_name, ChannelKind};
+use super::presence::Identity;
+use super::ratelimit::CommandRate;
+use super::registry::{AppIdx, Joined, Registry, Socket};
+use super::signature;
+
+/// `subscription_error` data for a missing or wrong signature or channel_data.
+pub(crate) const NOT_AUTHORIZED: &str = "Subscription not authorized";
+/// `subscription_error` data for a name outside `[A-Za-z0-9_\-=@,.;]{1,200}`.
+pub(crate) const INVALID_CHANNEL: &str = "Invalid channel name";
+
+/// Close code for an oversized client message.
+const CLOSE_TOO_BIG: u16 = 1009;
+/// Close code after the command rate is exceeded (policy violation).
+const CLOSE_POLICY: u16 = 1008;
+/// Close code for an unknown app key at open (the handshake should have refused it).
+const CLOSE_UNKNOWN_APP: u16 = 1008;
+/// Close code when the app filled up between handshake and open.
+const CLOSE_TRY_AGAIN: u16 = 1013;
+
+/// A socket opened: assign its `socket_id` and send `pubb:connection_established`.
+pub(crate) fn open(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    conn: ConnId,
+    app_key: &str,
+    protocol: ChannelProtocol,
+    activity_timeout_s: u64,
+) {
+    let Some(app) = reg.app_by_key(app_key) else {
+        cx.out.push(Output::Close {
+            conn,
+            code: CLOSE_UNKNOWN_APP,
+        });
+        return;
+    };
+    if reg.apps[app].is_full() {
+        cx.out.push(Output::Close {
+            conn,
+            code: CLOSE_TRY_AGAIN,
+        });
+        return;
+    }
+    let socket_id = cx.ids.hex32();
+    reg.apps[app].sockets_by_id.insert(socket_id.clone(), conn);
+    *cx.metrics
+        .channel_connections
+        .entry(reg.apps[app].config.id.clone())
+        .or_default() += 1;
+    cx.out.push(Output::Send {
+        conn,
+        frame: frames::connection_established(&socket_id, activity_timeout_s),
+    });
+    let socket = Socket {
+        app,
+        socket_id,
+        protocol,
+        channels: BTreeMap::new(),
+        rate: CommandRate::default(),
+        closing: false,
+    };
+    reg.sockets.insert(conn, socket);
+}
+
+/// A client message: size limit, command rate, then the command itself.
+pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
+    let Some(socket) = reg.sockets.get_mut(&conn) else {
+        return;
+    };
+    if socket.closing {
+        return;
+    }
+    let len = match frame {
+        WsFrame::Text(text) => text.len(),
+        WsFrame::Binary(bytes) => bytes.len(),
+    };
+    if len > cx.limits.max_channel_message_bytes {
+        socket.closing = true;
+        cx.out.push(Output::Close {
+            conn,
+            code: CLOSE_TOO_BIG,
+        });
+        return;
+    }
+    let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
+    if !socket.rate.allow(cx.now, limit, window_ms) {
+        socket.closing = true;
+        cx.out.push(Output::Send {
+            conn,
+            frame: frames::error(&rate_message(limit, window_ms)),
+        });
+        cx.out.push(Output::Close {
+            conn,
+            code: CLOSE_POLICY,
+        });
+        return;
+    }
+    let WsFrame::Text(text) = frame else { return };
+    match commands::parse(text) {
+        Some(Command::Subscribe {
+            channel,
+            auth,
+            channel_data,
+        }) => {
+            subscribe(
+                reg,
+                cx,
+                conn,
+                &channel,
+                auth.as_deref(),
+                channel_data.as_deref(),
+            );
+        }
+        Some(Command::Unsubscribe { channel }) => unsubscribe(reg, cx, conn, &channel),
+        None => {}
+    }
+}
+
+/// The seed's sentence, with the configured numbers.
+fn rate_message(limit: u32, window_ms: u64) -> String {
+    if window_ms == 1000 {
+        format!("Command rate exceeded ({limit}/s)")
+    } else {
+        format!("Command rate exceeded ({limit}/{window_ms}ms)")
+    }
+}
+
+fn reject(cx: &mut Ctx<'_>, conn: ConnId, channel: &str, message: &str) {
+    cx.out.push(Output::Send {
+        conn,
+        frame: frames::subscription_error(channel, message),
+    });
+}
+
+/// Checks a restricted subscription's signature; for presence, returns the
+/// signed identity.
+fn authorize(
+    reg: &Registry,
+    socket: &Socket,
+    channel: &str,
+    auth: Option<&str>,
+    channel_data: Option<&str>,
+) -> Result<Option<Identity>, ()> {
+    let kind = ChannelKind::of(channel);
+    if !kind.is_restricted() {
+        return Ok(None);
+    }
+    let auth = auth.ok_or(())?;
+    let signed_data = match kind {
+        ChannelKind::Presence => Some(channel_data.ok_or(())?),
+        _ => None,
+    };
+    let app = &reg.apps[socket.app].config;
+    if !signature::verify(
+        &app.key,
+        &app.secret,
+        &socket.socket_id,
+        channel,
+        signed_data,
+        auth,
+    ) {
+        return Err(());
+    }
+    match signed_data {
+        Some(data) => Identity::parse(data).map(Some).ok_or(()),
+        None => Ok(None),
+    }
+}
+
+fn subscribe(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    conn: ConnId,
+    channel: &str,
+    auth: Option<&str>,
+    channel_data: Option<&str>,
+) {
+    let Some(socket) = reg.sockets.get(&conn) else {
+        return;
+    };
+    if !is_valid_subscription_name(channel) {
+        return reject(cx, conn, channel, INVALID_CHANNEL);
+    }
+    let Ok(identity) = authorize(reg, socket, channel, auth, channel_data) else {
+        return reject(cx, conn, channel, NOT_AUTHORIZED);
+    };
+    let protocol = socket.protocol;
+    if socket.channels.contains_key(channel) {
+        let frame = frames::subscription_succeeded(protocol, channel);
+        return cx.out.push(Output::Send { conn, frame });
+    }
+    if socket.channels.len() >= cx.limits.max_channels {
+        let message = format!("Channel limit exceeded ({})", cx.limits.max_channels);
+        return reject(cx, conn, channel, &message);
+    }
+    let app = socket.app;
+    if let Some(socket) = reg.sockets.get_mut(&conn) {
+        socket.channels.insert(
+            channel.to_owned(),
+            identity.as_ref().map(|i| i.user_id.clone()),
+        );
+    }
+    cx.metrics.channel_subscriptions += 1;
+    match reg.join(app, channel, conn, identity.as_ref()) {
+        Joined::Plain => {
+            cx.out.push(Output::Send {
+                conn,
+                frame: frames::subscription_succeeded(protocol, channel),
+            });
+        }
+        Joined::Presence { new_member } => {
+            let Some(entry) = reg.channel(app, channel) else {
+                return;
+            };
+            let Some(presence) = entry.presence.as_ref() else {
+                return;
+            };
+            let frame = frames::presence_succeeded(protocol, channel, presence.snapshot());
+            cx.out.push(Output::Send { conn, frame });
+            if let (true, Some(identity)) = (new_member, identity) {
+                let added = frames::member_added(
+                    channel,
+                    &identity.user_id,
+                    presence.info(&identity.user_id),
+                );
+                for &other in entry.subscribers.iter().filter(|&&c| c != conn) {
+                    cx.out.push(Output::Send {
+                        conn: other,
+                        frame: added.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn unsubscribe(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, channel: &str) {
+    let Some(socket) = reg.sockets.get_mut(&conn) else {
+        return;
+    };
+    let Some(user) = socket.channels.remove(channel) else {
+        return;
+    };
+    let app = socket.app;
+    leave(reg, cx, app, conn, channel, user.as_deref());
+}
+
+/// Removes `conn` from one channel; the last socket of a presence user
+/// makes the others hear `pubb:member_removed`.
+fn leave(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    app: AppIdx,
+    conn: ConnId,
+    channel: &str,
+    user: Option<&str>,
+) {
+    cx.metrics.channel_subscriptions = cx.metrics.channel_subscriptions.saturating_sub(1);
+    let member_gone = reg.leave(app, channel, conn, user);
+    let (true, Some(user), Some(entry)) = (member_gone, user, reg.channel(app, channel)) else {
+        return;
+    };
+    let removed = frames::member_removed(channel, user);
+    for &other in &entry.subscribers {
+        cx.out.push(Output::Send {
+            conn: other,
+            frame: removed.clone(),
+        });
+    }
+}
+
+/// The socket is gone: leave every channel and forget its `socket_id`.
+pub(crate) fn closed(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId) {
+    let Some(socket) = reg.sockets.remove(&conn) else {
+        return;
+    };
+    for (channel, user) in &socket.channels {
+        leave(reg, cx, socket.app, conn, channel, user.as_deref());
+    }
+    let app = &mut reg.apps[socket.app];
+    app.sockets_by_id.remove(&socket.socket_id);
+    if let Some(n) = cx.metrics.channel_connections.get_mut(&app.config.id) {
+        *n = n.saturating_sub(1);
+    }
+}

@@ -1,0 +1,427 @@
+//! Thread operations shared by the HTTP routes and `/v1/ws`: each one is
+//! authorized, decided by the store rules, written, applied to the table,
+//! and (for events) fanned out to live subscribers.
+
+use serde_json::{Map, Value};
+
+use crate::clock::rfc3339;
+use crate::engine::Ctx;
+use crate::error::BubbleError;
+use crate::ids::{PrincipalId, ThreadId};
+use crate::model::{BubbleThread, EventBody, GrantRow, Participant, StoredEvent};
+use crate::policy::{authorize, Access, Capability, CapabilitySet, Need, Role};
+use crate::store::{EventStore, Write};
+use crate::threads::rules::{self, CreateDecision};
+use crate::threads::state::{Caller, ThreadState};
+use crate::threads::Threads;
+
+/// `POST /v1/threads` after parsing.
+#[derive(Debug, Clone, Default)]
+pub(super) struct CreateRequest {
+    pub(super) thread_id: Option<ThreadId>,
+    pub(super) parent: Option<ThreadId>,
+    pub(super) title: Option<String>,
+}
+
+/// The outcome of an append.
+#[derive(Debug, Clone)]
+pub(super) struct Appended {
+    pub(super) event: StoredEvent,
+    /// An idempotent repeat: `event` is the original, nothing was appended.
+    pub(super) duplicate: bool,
+}
+
+impl Threads {
+    /// What `caller` holds on `id` (nothing when the thread does not exist).
+    pub(super) fn held(&self, caller: &Caller, id: &ThreadId) -> CapabilitySet {
+        self.table
+            .capabilities(caller, id)
+            .unwrap_or(CapabilitySet::EMPTY)
+    }
+
+    /// The policy's decision on `caller` doing something needing `need` on `id`.
+    pub(super) fn require(
+        &self,
+        caller: &Caller,
+        id: &ThreadId,
+        need: impl Into<Need>,
+    ) -> Result<CapabilitySet, BubbleError> {
+        let held = self.held(caller, id);
+        authorize(
+            &Access {
+                principal: &caller.principal,
+                thread: id,
+                held,
+            },
+            need,
+        )?;
+        Ok(held)
+    }
+
+    fn thread_snapshot(&self, id: &ThreadId) -> Result<BubbleThread, BubbleError> {
+        self.table
+            .snapshot(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))
+    }
+
+    /// `GET /v1/threads/:threadId`.
+    pub(super) fn get(&self, caller: &Caller, id: &ThreadId) -> Result<BubbleThread, BubbleError> {
+        self.require(caller, id, Capability::ThreadRead)?;
+        self.thread_snapshot(id)
+    }
+
+    /// `createThread`: `(true, thread)` when created, `(false, thread)` on an
+    /// idempotent repeat. The creator is granted `owner`.
+    pub(super) fn create(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        req: CreateRequest,
+    ) -> Result<(bool, BubbleThread), BubbleError> {
+        if let Some(title) = &req.title {
+            rules::validate_title(title)?;
+        }
+        let id = match req.thread_id {
+            Some(id) => id,
+            None => self.fresh_id(cx),
+        };
+        let existing = self.table.get(&id).map(|t| t.parent.as_ref());
+        let parent_exists = req.parent.as_ref().is_some_and(|p| self.table.contains(p));
+        let decision = rules::decide_create(&id, req.parent.as_ref(), existing, parent_exists);
+        let hidden = existing.is_some() && !self.held(caller, &id).contains(Capability::ThreadRead);
+        match decision {
+            Err(BubbleError::Conflict(_)) | Ok(CreateDecision::Existing) if hidden => Err(
+                BubbleError::Conflict(format!("Thread \"{id}\" already exists.")),
+            ),
+            Err(err) => Err(err),
+            Ok(CreateDecision::Existing) => Ok((false, self.thread_snapshot(&id)?)),
+            Ok(CreateDecision::New) => {
+                if let Some(parent) = &req.parent {
+                    self.require(caller, parent, Capability::SubthreadsCreate)?;
+                }
+                let created_at = rfc3339(cx.now);
+                cx.out.write(Write::CreateThread {
+                    thread_id: id.clone(),
+                    parent_thread_id: req.parent.clone(),
+                    created_at: created_at.clone(),
+                });
+                cx.out.write(Write::PutGrant {
+                    thread_id: id.clone(),
+                    principal_id: caller.principal.clone(),
+                    role: Role::Owner,
+                });
+                let mut state = ThreadState::new(req.parent, created_at);
+                state.grants.insert(caller.principal.clone(), Role::Owner);
+                if let Some(title) = req.title {
+                    cx.out.write(Write::SetTitle {
+                        thread_id: id.clone(),
+                        title: Some(title.clone()),
+                    });
+                    state.title = Some(title);
+                }
+                self.table.insert(id.clone(), state);
+                Ok((true, self.thread_snapshot(&id)?))
+            }
+        }
+    }
+
+    fn fresh_id(&self, cx: &mut Ctx<'_>) -> ThreadId {
+        loop {
+            if let Ok(id) = ThreadId::parse(&cx.ids.thread_id()) {
+                if !self.table.contains(&id) {
+                    return id;
+                }
+            }
+        }
+    }
+
+    /// `updateThread`: sets or clears the title (`None`: key omitted);
+    /// appends `thread_title_updated` only when the title changes.
+    pub(super) fn rename(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        title: Option<Option<String>>,
+    ) -> Result<BubbleThread, BubbleError> {
+        self.require(caller, id, Capability::ThreadManage)?;
+        if let Some(Some(title)) = &title {
+            rules::validate_title(title)?;
+        }
+        let current = self.table.get(id).and_then(|t| t.title.as_deref());
+        if let Some(new) = rules::title_change(current, title.as_ref().map(Option::as_deref)) {
+            cx.out.write(Write::SetTitle {
+                thread_id: id.clone(),
+                title: new.clone(),
+            });
+            if let Some(t) = self.table.get_mut(id) {
+                t.title.clone_from(&new);
+            }
+            let body = EventBody::ThreadTitleUpdated {
+                by_principal_id: caller.principal.clone(),
+                title: new,
+            };
+            self.emit(cx, id, &body, None);
+        }
+        self.thread_snapshot(id)
+    }
+
+    /// Appends a client event (HTTP or `thread.append`). `header_key` is the
+    /// `Idempotency-Key` header; an `idempotencyKey` field of the event is
+    /// the same key and is not stored.
+    pub(super) fn append(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        store: &dyn EventStore,
+        caller: &Caller,
+        id: &ThreadId,
+        mut event: Map<String, Value>,
+        header_key: Option<&str>,
+    ) -> Result<Appended, BubbleError> {
+        self.require(caller, id, Capability::ThreadRead)?;
+        let ty = rules::appendable_type(&event)?;
+        self.require(caller, id, Capability::Append(ty))?;
+        let key = match (event.remove("idempotencyKey"), header_key) {
+            (None, None) => None,
+            (None, Some(h)) => Some(h.to_owned()),
+            (Some(Value::String(f)), Some(h)) if f != h => {
+                return Err(BubbleError::InvalidRequest(
+                    "The Idempotency-Key header and the event's idempotencyKey differ.".into(),
+                ))
+            }
+            (Some(Value::String(f)), _) => Some(f),
+            (Some(_), _) => {
+                return Err(BubbleError::InvalidRequest(
+                    "Event field \"idempotencyKey\" must be a string.".into(),
+                ))
+            }
+        };
+        if let Some(key) = &key {
+            rules::validate_idempotency_key(key)?;
+        }
+        let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
+        if let Some(key) = &key {
+            let original = match self.table.pending_with_key(id, key) {
+                Some(event) => Some(event),
+                None => store
+                    .find_idempotent(id, key)
+                    .map_err(|_| BubbleError::Internal)?,
+            };
+            if let Some(event) = original {
+                return Ok(Appended {
+                    event,
+                    duplicate: true,
+                });
+            }
+        }
+        let event = self.emit(cx, id, &body, key);
+        Ok(Appended {
+            event,
+            duplicate: false,
+        })
+    }
+
+    /// Writes `body` at the thread's next seq and fans it out.
+    fn emit(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        id: &ThreadId,
+        body: &EventBody,
+        key: Option<String>,
+    ) -> StoredEvent {
+        let head = self.table.get(id).map_or(0, |t| t.head_seq);
+        let seq = rules::next_seq(head);
+        let json = rules::persisted_json(seq, id, &rfc3339(cx.now), body);
+        cx.out.write(Write::AppendEvent {
+            thread_id: id.clone(),
+            seq,
+            idempotency_key: key.clone(),
+            json: json.clone(),
+        });
+        let event = StoredEvent { seq, json };
+        self.table
+            .push_pending(id, cx.out.current_batch(), event.clone(), key);
+        cx.metrics.events_appended += 1;
+        self.fan_out(cx, id, &event);
+        event
+    }
+
+    /// `GET /v1/threads/:threadId/grants`, ordered by principal.
+    pub(super) fn grants(
+        &self,
+        caller: &Caller,
+        id: &ThreadId,
+    ) -> Result<Vec<GrantRow>, BubbleError> {
+        self.require(caller, id, Capability::GrantsManage)?;
+        let grants = self
+            .table
+            .get(id)
+            .map(|t| t.grants.clone())
+            .unwrap_or_default();
+        Ok(grants
+            .into_iter()
+            .map(|(principal_id, role)| GrantRow {
+                thread_id: id.clone(),
+                principal_id,
+                role,
+            })
+            .collect())
+    }
+
+    /// Creates or replaces a grant; subscriptions that lose access end.
+    pub(super) fn put_grant(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        principal: PrincipalId,
+        role: Role,
+    ) -> Result<GrantRow, BubbleError> {
+        self.require(caller, id, Capability::GrantsManage)?;
+        let thread = self
+            .table
+            .get_mut(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        if thread.grants.get(&principal) != Some(&role) {
+            cx.out.write(Write::PutGrant {
+                thread_id: id.clone(),
+                principal_id: principal.clone(),
+                role,
+            });
+            thread.grants.insert(principal.clone(), role);
+            self.recheck_subscriptions(cx, id);
+        }
+        Ok(GrantRow {
+            thread_id: id.clone(),
+            principal_id: principal,
+            role,
+        })
+    }
+
+    /// Revokes a grant (revoking an absent grant changes nothing);
+    /// subscriptions that lose access end.
+    pub(super) fn delete_grant(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        principal: &PrincipalId,
+    ) -> Result<(), BubbleError> {
+        self.require(caller, id, Capability::GrantsManage)?;
+        let thread = self
+            .table
+            .get_mut(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        if thread.grants.remove(principal).is_some() {
+            cx.out.write(Write::DeleteGrant {
+                thread_id: id.clone(),
+                principal_id: principal.clone(),
+            });
+            self.recheck_subscriptions(cx, id);
+        }
+        Ok(())
+    }
+
+    /// Adds a participant: the caller itself (needs an `events.*`
+    /// capability; the row's role is the caller's own role) or someone else
+    /// (needs `participants.manage`; the role is `role`, default `member`).
+    /// Returns `(true, row)` when newly joined, `(false, row)` when already in.
+    pub(super) fn join(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        principal: Option<PrincipalId>,
+        role: Option<Role>,
+    ) -> Result<(bool, Participant), BubbleError> {
+        let target = principal.unwrap_or_else(|| caller.principal.clone());
+        let role = if target == caller.principal {
+            self.require(caller, id, Need::AnyAppend)?;
+            // Appends are never inherited, so a self-joining caller holds a
+            // direct grant, or is an admin (shown as `owner`).
+            let own = self
+                .table
+                .get(id)
+                .and_then(|t| t.grants.get(&caller.principal).copied());
+            let own = own.unwrap_or(Role::Owner);
+            match role {
+                Some(wanted) if wanted != own => {
+                    self.require(caller, id, Capability::ParticipantsManage)?;
+                    wanted
+                }
+                _ => own,
+            }
+        } else {
+            self.require(caller, id, Capability::ParticipantsManage)?;
+            role.unwrap_or(Role::Member)
+        };
+        let thread = self
+            .table
+            .get_mut(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        if let Some(row) = thread.participant(&target) {
+            return Ok((false, row.clone()));
+        }
+        let row = Participant {
+            principal_id: target.clone(),
+            role,
+            joined_at: rfc3339(cx.now),
+        };
+        cx.out.write(Write::PutParticipant {
+            thread_id: id.clone(),
+            participant: row.clone(),
+        });
+        thread.participants.push(row.clone());
+        self.emit(
+            cx,
+            id,
+            &EventBody::ParticipantJoined {
+                principal_id: target,
+                role,
+            },
+            None,
+        );
+        Ok((true, row))
+    }
+
+    /// Removes a participant: the caller itself (any reader) or someone else
+    /// (needs `participants.manage`).
+    pub(super) fn leave(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        principal: &PrincipalId,
+    ) -> Result<(), BubbleError> {
+        let need = if principal == &caller.principal {
+            Capability::ThreadRead
+        } else {
+            Capability::ParticipantsManage
+        };
+        self.require(caller, id, need)?;
+        let thread = self
+            .table
+            .get_mut(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        let before = thread.participants.len();
+        thread.participants.retain(|p| &p.principal_id != principal);
+        if thread.participants.len() == before {
+            return Err(BubbleError::NotFound(format!(
+                "Principal \"{principal}\" is not a participant of thread \"{id}\"."
+            )));
+        }
+        cx.out.write(Write::DeleteParticipant {
+            thread_id: id.clone(),
+            principal_id: principal.clone(),
+        });
+        self.emit(
+            cx,
+            id,
+            &EventBody::ParticipantLeft {
+                principal_id: principal.clone(),
+            },
+            None,
+        );
+        Ok(())
+    }
+}

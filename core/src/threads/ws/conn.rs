@@ -1,0 +1,127 @@
+//! Per-connection state of `/v1/ws`: the caller, its subscriptions, flow
+//! control of backlog replay, and the frame-rate window.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::config::Limits;
+use crate::ids::{ConnId, Millis, ThreadId};
+use crate::threads::state::Caller;
+
+/// Where a subscription is between registration and live delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sub {
+    /// Replaying history; `next_seq` is the next event to send. Appends are
+    /// not fanned out to it: replay reads them once it gets there.
+    CatchingUp { next_seq: u64 },
+    /// Caught up with the head: every append is fanned out to it.
+    Live,
+}
+
+/// One authenticated `/v1/ws` connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) caller: Caller,
+    pub(crate) subs: BTreeMap<ThreadId, Sub>,
+    /// An `Output::WantDrained` is outstanding.
+    pub(crate) awaiting_drain: bool,
+    /// A close was requested; further frames are ignored.
+    pub(crate) closing: bool,
+    window_start: Millis,
+    window_frames: u32,
+}
+
+impl Conn {
+    pub(crate) fn new(caller: Caller) -> Conn {
+        Conn {
+            caller,
+            subs: BTreeMap::new(),
+            awaiting_drain: false,
+            closing: false,
+            window_start: Millis(0),
+            window_frames: 0,
+        }
+    }
+
+    /// Counts one client frame; false when it exceeds the frame rate of its
+    /// fixed window.
+    pub(crate) fn admit(&mut self, now: Millis, limits: &Limits) -> bool {
+        if self.window_frames == 0 || now >= self.window_start.plus(limits.frame_rate_window_ms) {
+            self.window_start = now;
+            self.window_frames = 0;
+        }
+        self.window_frames = self.window_frames.saturating_add(1);
+        self.window_frames <= limits.frame_rate
+    }
+}
+
+/// Every `/v1/ws` connection and, per thread, the connections subscribed.
+#[derive(Debug, Default)]
+pub(crate) struct Sockets {
+    pub(crate) conns: HashMap<ConnId, Conn>,
+    pub(crate) subscribers: HashMap<ThreadId, BTreeSet<ConnId>>,
+}
+
+impl Sockets {
+    /// Registers a subscription.
+    pub(crate) fn subscribe(&mut self, conn: ConnId, thread: &ThreadId, sub: Sub) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.subs.insert(thread.clone(), sub);
+            self.subscribers
+                .entry(thread.clone())
+                .or_default()
+                .insert(conn);
+        }
+    }
+
+    /// Drops a subscription; true when there was one.
+    pub(crate) fn unsubscribe(&mut self, conn: ConnId, thread: &ThreadId) -> bool {
+        let removed = self
+            .conns
+            .get_mut(&conn)
+            .and_then(|c| c.subs.remove(thread))
+            .is_some();
+        if let Some(set) = self.subscribers.get_mut(thread) {
+            set.remove(&conn);
+            if set.is_empty() {
+                self.subscribers.remove(thread);
+            }
+        }
+        removed
+    }
+
+    /// Drops every subscription of `conn`; returns how many there were.
+    pub(crate) fn drop_subs(&mut self, conn: ConnId) -> usize {
+        let threads: Vec<ThreadId> = self
+            .conns
+            .get(&conn)
+            .map(|c| c.subs.keys().cloned().collect())
+            .unwrap_or_default();
+        for thread in &threads {
+            self.unsubscribe(conn, thread);
+        }
+        threads.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::PrincipalId;
+
+    #[test]
+    fn frame_rate_is_a_fixed_window() {
+        let limits = Limits {
+            frame_rate: 2,
+            frame_rate_window_ms: 100,
+            ..Limits::default()
+        };
+        let mut c = Conn::new(Caller {
+            principal: PrincipalId::new("a"),
+            admin: false,
+        });
+        assert!(c.admit(Millis(10), &limits));
+        assert!(c.admit(Millis(20), &limits));
+        assert!(!c.admit(Millis(109), &limits));
+        assert!(c.admit(Millis(110), &limits));
+    }
+}

@@ -1,0 +1,49 @@
+//! Command-line interface. Flags override environment variables, which
+//! override the config file.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Bubble: durable threads and pub/sub channels over HTTP and WebSocket.
+#[derive(Debug, Parser)]
+#[command(name = "bubble", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API, both WebSocket protocols and the web page.
+    ///
+    /// Without --config (or BUBBLE_CONFIG) the server starts with a dev
+    /// config (tokens dev-alice, dev-bob, dev-root; app app-1 with key
+    /// app-key and secret app-secret) and prints it on start-up.
+    Serve(ServeArgs),
+}
+
+/// `bubble serve` flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// TOML config file (see bubble.example.toml).
+    #[arg(long, env = "BUBBLE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:3000].
+    #[arg(long, env = "BUBBLE_LISTEN", value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Store: "memory" or "sqlite:PATH" [default: sqlite:./bubble-data/bubble.db].
+    #[arg(long, env = "BUBBLE_STORE", value_name = "SPEC")]
+    pub store: Option<String>,
+    /// Cross-node broker: "none" (single node) [default: none].
+    #[arg(long, env = "BUBBLE_BROKER", value_name = "SPEC")]
+    pub broker: Option<String>,
+    /// Path of the threads WebSocket [default: /v1/ws].
+    #[arg(long, env = "BUBBLE_WS_PATH", value_name = "PATH")]
+    pub ws_path: Option<String>,
+    /// Directory of the web page served at / [default: ./www].
+    #[arg(long, env = "BUBBLE_WWW", value_name = "DIR")]
+    pub www: Option<PathBuf>,
+}

@@ -1,0 +1,421 @@
+//! The server's settings: the TOML config file, merged with environment
+//! variables and flags (flags win, then env, then the file), or the dev
+//! config when no file is given.
+
+use std::path::{Path, PathBuf};
+
+use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId};
+use serde::Deserialize;
+
+use crate::cli::ServeArgs;
+use crate::store::{StoreSpec, StoreSpecError};
+
+/// Everything `bubble serve` runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Listen address, e.g. `127.0.0.1:3000`.
+    pub listen: String,
+    /// The store.
+    pub store: StoreSpec,
+    /// Path of the threads WebSocket.
+    pub ws_path: String,
+    /// Directory served at `/`.
+    pub www: PathBuf,
+    /// The engine's configuration.
+    pub engine: Config,
+    /// Whether the dev config is in use (no config file was given).
+    pub dev: bool,
+}
+
+/// A config that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid config TOML.
+    #[error("parsing {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Box<toml::de::Error>,
+    },
+    /// The store setting.
+    #[error(transparent)]
+    Store(#[from] StoreSpecError),
+    /// The broker setting.
+    #[error("{0}")]
+    Broker(String),
+    /// Any other invalid value.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The config file's shape (SPEC §1); unknown keys are rejected so typos
+/// do not pass silently.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    store: Option<String>,
+    broker: Option<String>,
+    ws_path: Option<String>,
+    www: Option<PathBuf>,
+    #[serde(default)]
+    admins: Vec<String>,
+    #[serde(default)]
+    auth: FileAuth,
+    #[serde(default)]
+    apps: Vec<FileApp>,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    heartbeat: FileHeartbeat,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    #[serde(default)]
+    tokens: Vec<FileToken>,
+    jwt: Option<FileJwt>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileToken {
+    token: String,
+    principal: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJwt {
+    secret: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileApp {
+    id: String,
+    key: String,
+    secret: String,
+    max_connections: Option<usize>,
+}
+
+/// Declares the optional `[limits]` table and its merge over the defaults.
+macro_rules! limits_table {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FileLimits { $($field: Option<$ty>,)* }
+
+        impl FileLimits {
+            fn merge(&self, mut limits: Limits) -> Limits {
+                $(if let Some(v) = self.$field { limits.$field = v; })*
+                limits
+            }
+        }
+    };
+}
+
+limits_table! {
+    max_event_bytes: usize,
+    max_ws_frame_bytes: usize,
+    max_subscriptions: usize,
+    frame_rate: u32,
+    frame_rate_window_ms: u64,
+    outbound_queue_frames: usize,
+    backlog_page: usize,
+    max_channels: usize,
+    max_channel_message_bytes: usize,
+    max_publish_data_bytes: usize,
+    command_rate: u32,
+    command_rate_window_ms: u64,
+    idempotency_retention_ms: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHeartbeat {
+    ping_interval_ms: Option<u64>,
+    pong_timeout_ms: Option<u64>,
+}
+
+/// The dev config's bearer tokens: `(token, principal)`.
+pub const DEV_TOKENS: [(&str, &str); 3] = [
+    ("dev-alice", "alice"),
+    ("dev-bob", "bob"),
+    ("dev-root", "root"),
+];
+/// The dev config's admin principal.
+pub const DEV_ADMIN: &str = "root";
+/// The dev config's channel app: `(id, key, secret)`.
+pub const DEV_APP: (&str, &str, &str) = ("app-1", "app-key", "app-secret");
+
+fn dev_file() -> FileConfig {
+    FileConfig {
+        admins: vec![DEV_ADMIN.to_owned()],
+        auth: FileAuth {
+            tokens: DEV_TOKENS
+                .iter()
+                .map(|(t, p)| FileToken {
+                    token: (*t).to_owned(),
+                    principal: (*p).to_owned(),
+                })
+                .collect(),
+            jwt: None,
+        },
+        apps: vec![FileApp {
+            id: DEV_APP.0.to_owned(),
+            key: DEV_APP.1.to_owned(),
+            secret: DEV_APP.2.to_owned(),
+            max_connections: None,
+        }],
+        ..FileConfig::default()
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+fn check_broker(raw: Option<&str>) -> Result<(), ConfigError> {
+    match raw.map(str::trim) {
+        None | Some("" | "none") => Ok(()),
+        Some(b) if b.starts_with("redis://") || b.starts_with("rediss://") => {
+            Err(ConfigError::Broker(
+                "Redis broker is not available in this build (use \"none\")".into(),
+            ))
+        }
+        Some(other) => Err(ConfigError::Broker(format!(
+            "unknown broker {other:?}: expected \"none\""
+        ))),
+    }
+}
+
+impl Settings {
+    /// Merges flags and env (already in `args`) over the config file.
+    pub fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
+        let (file, dev) = match &args.config {
+            Some(path) => (read_file(path)?, false),
+            None => (dev_file(), true),
+        };
+        check_broker(args.broker.as_deref().or(file.broker.as_deref()))?;
+        let store = match args.store.as_deref().or(file.store.as_deref()) {
+            Some(raw) => StoreSpec::parse(raw)?,
+            None => StoreSpec::default_sqlite(),
+        };
+        let ws_path = args
+            .ws_path
+            .clone()
+            .or(file.ws_path.clone())
+            .unwrap_or_else(|| "/v1/ws".into());
+        if !ws_path.starts_with('/') || bubble_core::http::is_engine_route(&ws_path) {
+            return Err(ConfigError::Invalid(format!(
+                "ws_path {ws_path:?} must start with '/' and not be under /v1/threads or /api/apps"
+            )));
+        }
+        let defaults = Heartbeat::default();
+        let heartbeat = Heartbeat {
+            ping_interval_ms: file
+                .heartbeat
+                .ping_interval_ms
+                .unwrap_or(defaults.ping_interval_ms),
+            pong_timeout_ms: file
+                .heartbeat
+                .pong_timeout_ms
+                .unwrap_or(defaults.pong_timeout_ms),
+        };
+        let limits = file.limits.merge(Limits::default());
+        if limits.outbound_queue_frames == 0 {
+            return Err(ConfigError::Invalid(
+                "limits.outbound_queue_frames must be at least 1".into(),
+            ));
+        }
+        let engine = Config {
+            admins: file.admins.iter().map(PrincipalId::new).collect(),
+            auth: bubble_core::AuthConfig {
+                tokens: file
+                    .auth
+                    .tokens
+                    .iter()
+                    .map(|t| (t.token.clone(), PrincipalId::new(t.principal.clone())))
+                    .collect(),
+                jwt_secret: file.auth.jwt.as_ref().map(|j| j.secret.clone()),
+            },
+            apps: file
+                .apps
+                .iter()
+                .map(|a| AppConfig {
+                    id: a.id.clone(),
+                    key: a.key.clone(),
+                    secret: a.secret.clone(),
+                    max_connections: a.max_connections,
+                })
+                .collect(),
+            limits,
+            heartbeat,
+        };
+        Ok(Settings {
+            listen: args
+                .listen
+                .clone()
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:3000".into()),
+            store,
+            ws_path,
+            www: args
+                .www
+                .clone()
+                .or(file.www)
+                .unwrap_or_else(|| PathBuf::from("./www")),
+            engine,
+            dev,
+        })
+    }
+
+    /// What a newcomer needs to try the dev config, printed on start-up.
+    pub fn dev_banner(&self, base: &str) -> String {
+        let tokens: Vec<String> = DEV_TOKENS
+            .iter()
+            .map(|(t, p)| format!("    {t:<10} -> {p}"))
+            .collect();
+        format!(
+            "Dev config (no --config given); do not use it in production.\n\
+             Bearer tokens:\n{}\n\
+             Admin principal: {DEV_ADMIN}\n\
+             Channel app: id {} key {} secret {}\n\
+             Try:\n\
+             \x20   curl -X POST {base}/v1/threads -H 'Authorization: Bearer dev-alice' \
+             -H 'Content-Type: application/json' -d '{{\"threadId\":\"hello\"}}'\n\
+             \x20   curl -X POST {base}/v1/threads/hello/events -H 'Authorization: Bearer dev-alice' \
+             -d '{{\"type\":\"run_started\",\"runId\":\"run-1\"}}'\n\
+             \x20   websocat '{}{}?access_token=dev-alice'",
+            tokens.join("\n"),
+            DEV_APP.0,
+            DEV_APP.1,
+            DEV_APP.2,
+            base.replacen("http", "ws", 1),
+            self.ws_path,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ServeArgs {
+        ServeArgs::default()
+    }
+
+    #[test]
+    fn no_config_is_the_dev_config() {
+        let s = Settings::load(&args()).unwrap();
+        assert!(s.dev);
+        assert_eq!(s.listen, "127.0.0.1:3000");
+        assert_eq!(s.store, StoreSpec::default_sqlite());
+        assert_eq!(s.ws_path, "/v1/ws");
+        assert_eq!(s.engine.auth.tokens.len(), 3);
+        assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
+        assert_eq!(s.engine.apps[0].key, "app-key");
+    }
+
+    #[test]
+    fn file_keys_and_flag_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bubble.toml");
+        std::fs::write(
+            &path,
+            r#"
+            listen = "0.0.0.0:4000"
+            store = "memory"
+            admins = ["boss"]
+            [[auth.tokens]]
+            token = "t1"
+            principal = "p1"
+            [auth.jwt]
+            secret = "s"
+            [[apps]]
+            id = "a"
+            key = "k"
+            secret = "x"
+            max_connections = 3
+            [limits]
+            max_event_bytes = 10
+            [heartbeat]
+            ping_interval_ms = 5
+            "#,
+        )
+        .unwrap();
+        let mut a = args();
+        a.config = Some(path);
+        a.listen = Some("127.0.0.1:0".into());
+        let s = Settings::load(&a).unwrap();
+        assert!(!s.dev);
+        assert_eq!(s.listen, "127.0.0.1:0");
+        assert_eq!(s.store, StoreSpec::Memory);
+        assert_eq!(s.engine.limits.max_event_bytes, 10);
+        assert_eq!(
+            s.engine.limits.max_subscriptions,
+            Limits::default().max_subscriptions
+        );
+        assert_eq!(s.engine.heartbeat.ping_interval_ms, 5);
+        assert_eq!(s.engine.auth.jwt_secret.as_deref(), Some("s"));
+        assert_eq!(s.engine.apps[0].max_connections, Some(3));
+    }
+
+    #[test]
+    fn the_example_config_loads() {
+        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../bubble.example.toml");
+        let mut a = args();
+        a.config = Some(PathBuf::from(example));
+        let s = Settings::load(&a).unwrap();
+        assert_eq!(s.engine.limits, Limits::default());
+        assert_eq!(s.engine.heartbeat, Heartbeat::default());
+        assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
+        assert_eq!(s.engine.apps.len(), 1);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bubble.toml");
+        std::fs::write(&path, "[limits]\nmax_event_byte = 1\n").unwrap();
+        let mut a = args();
+        a.config = Some(path);
+        assert!(matches!(Settings::load(&a), Err(ConfigError::Parse { .. })));
+    }
+
+    #[test]
+    fn unavailable_backends_fail_fast() {
+        let mut a = args();
+        a.store = Some("postgres://localhost/bubble".into());
+        let err = Settings::load(&a).unwrap_err().to_string();
+        assert!(
+            err.contains("PostgreSQL store is not available in this build"),
+            "{err}"
+        );
+        let mut a = args();
+        a.broker = Some("redis://localhost".into());
+        let err = Settings::load(&a).unwrap_err().to_string();
+        assert!(
+            err.contains("Redis broker is not available in this build"),
+            "{err}"
+        );
+    }
+}

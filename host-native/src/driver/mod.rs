@@ -1,0 +1,426 @@
+//! The engine task: one thread owns the [`Engine`] and drives it.
+//!
+//! Everything that happens (a socket opened, a frame, an HTTP request, a
+//! batch made durable, a timer) arrives as a [`Command`] on one bounded
+//! inbox. After each input the task drains every output and dispatches it:
+//! frames to the socket's bounded queue, responses to the waiting HTTP
+//! handler, batches to the persistence worker. It never blocks on a peer.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bubble_core::http::{HttpRequest, HttpResponse, Method};
+use bubble_core::store::{Backend, EventStore, Snapshot};
+use bubble_core::{
+    BatchId, ChannelProtocol, Config, ConnId, Engine, Input, Millis, Output, RequestId, WsFrame,
+};
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+
+pub(crate) mod conn;
+
+use crate::persist::{Persister, Stats};
+use conn::{ConnHandle, OutMsg, QueueError};
+
+/// Capacity of the engine's inbox; senders wait when it is full.
+pub(crate) const INBOX_CAPACITY: usize = 4096;
+
+/// Commands taken per wake-up before re-checking timers and persistence.
+const COMMANDS_PER_TURN: usize = 256;
+
+/// A client frame, owned.
+#[derive(Debug)]
+pub(crate) enum InFrame {
+    /// A text frame.
+    Text(Utf8Bytes),
+    /// A binary frame.
+    Binary(Bytes),
+}
+
+/// An HTTP request for an engine route, owned.
+#[derive(Debug)]
+pub(crate) struct OwnedRequest {
+    pub(crate) method: Method,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) authorization: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
+    pub(crate) body: Bytes,
+}
+
+/// Something for the engine task to do.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// A `/v1/ws` socket was upgraded.
+    OpenThreads {
+        conn: ConnId,
+        token: Option<String>,
+        handle: ConnHandle,
+    },
+    /// A `/socket` was upgraded.
+    OpenChannels {
+        conn: ConnId,
+        app_key: String,
+        protocol: ChannelProtocol,
+        handle: ConnHandle,
+    },
+    /// A data frame arrived.
+    Frame { conn: ConnId, frame: InFrame },
+    /// A Pong arrived.
+    Pong { conn: ConnId },
+    /// The socket's writer wrote everything up to a `WantDrained`.
+    Drained { conn: ConnId },
+    /// The socket is gone.
+    Closed { conn: ConnId },
+    /// An HTTP request; the response goes to `reply`.
+    Http {
+        request: OwnedRequest,
+        reply: oneshot::Sender<HttpResponse>,
+    },
+    /// Decide a `/socket` upgrade.
+    Handshake {
+        app_key: Option<String>,
+        reply: oneshot::Sender<Result<(), HttpResponse>>,
+    },
+    /// Render the metrics.
+    Metrics { reply: oneshot::Sender<String> },
+    /// Answer when the engine task is responsive.
+    Ready { reply: oneshot::Sender<()> },
+    /// Close every socket with 1001 and refuse new ones.
+    Shutdown,
+    /// Stop the task.
+    Stop,
+}
+
+/// The running engine task and persistence worker.
+pub(crate) struct Running {
+    /// The engine's inbox.
+    pub(crate) inbox: mpsc::Sender<Command>,
+    /// The engine thread; it ends after [`Command::Stop`].
+    pub(crate) engine: std::thread::JoinHandle<()>,
+    /// The persistence worker; it ends once the engine thread ended and
+    /// every batch handed to it is committed.
+    pub(crate) worker: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The wall clock as the engine's `Millis`.
+fn wall_clock() -> Millis {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    Millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The engine task's state.
+struct Driver {
+    engine: Engine,
+    conns: HashMap<ConnId, ConnHandle>,
+    pending: HashMap<RequestId, oneshot::Sender<HttpResponse>>,
+    next_req: u64,
+    persister: Persister,
+    stats: Arc<Stats>,
+    shutting_down: bool,
+    last_now: Millis,
+    /// Sockets closed while dispatching, to report as `Closed`.
+    closing: Vec<ConnId>,
+    /// The last batch made durable inline, to report as `Persisted`.
+    durable: Option<BatchId>,
+}
+
+/// Starts the engine on its own thread (the engine reads history through a
+/// blocking store, so it lives off the async workers).
+pub(crate) fn spawn(
+    config: Config,
+    snapshot: Snapshot,
+    reader: Box<dyn EventStore + Send>,
+    writer: Box<dyn Backend + Send>,
+    inline_persist: bool,
+    stats: Arc<Stats>,
+) -> std::io::Result<Running> {
+    let seed = getrandom::u64().map_err(std::io::Error::other)?;
+    let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let (persister, worker) = if inline_persist {
+        (Persister::Inline(writer), None)
+    } else {
+        let (persister, thread) = Persister::worker(writer, done_tx, stats.clone())?;
+        (persister, Some(thread))
+    };
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name("bubble-engine".into())
+        .spawn(move || {
+            // The engine is built here because it does not leave its thread.
+            let engine = match Engine::new(config, seed, snapshot, reader) {
+                Ok(engine) => engine,
+                Err(misuse) => {
+                    let _ = started_tx.send(Err(misuse.to_string()));
+                    return;
+                }
+            };
+            let _ = started_tx.send(Ok(()));
+            let driver = Driver {
+                engine,
+                conns: HashMap::new(),
+                pending: HashMap::new(),
+                next_req: 0,
+                persister,
+                stats,
+                shutting_down: false,
+                last_now: Millis(0),
+                closing: Vec::new(),
+                durable: None,
+            };
+            runtime.block_on(driver.run(inbox, done_rx));
+        })?;
+    match started_rx.recv() {
+        Ok(Ok(())) => Ok(Running {
+            inbox: inbox_tx,
+            engine: handle,
+            worker,
+        }),
+        Ok(Err(why)) => Err(std::io::Error::other(format!(
+            "the store's snapshot was refused: {why}"
+        ))),
+        Err(_) => Err(std::io::Error::other("the engine thread died at start-up")),
+    }
+}
+
+impl Driver {
+    fn now(&mut self) -> Millis {
+        // The engine's timers assume time never goes backwards.
+        self.last_now = self.last_now.max(wall_clock());
+        self.last_now
+    }
+
+    async fn run(
+        mut self,
+        mut inbox: mpsc::Receiver<Command>,
+        mut done: mpsc::UnboundedReceiver<BatchId>,
+    ) {
+        let mut commands = Vec::with_capacity(COMMANDS_PER_TURN);
+        loop {
+            let deadline = self.engine.poll_timeout().map(|due| {
+                let wait = due.0.saturating_sub(wall_clock().0);
+                Instant::now() + Duration::from_millis(wait)
+            });
+            tokio::select! {
+                biased;
+                Some(batch) = done.recv() => {
+                    let mut last = batch;
+                    while let Ok(b) = done.try_recv() {
+                        last = b;
+                    }
+                    self.input(Input::Persisted { batch: last });
+                }
+                n = inbox.recv_many(&mut commands, COMMANDS_PER_TURN) => {
+                    if n == 0 {
+                        break;
+                    }
+                    for command in commands.drain(..) {
+                        if !self.command(command) {
+                            return self.finish();
+                        }
+                    }
+                }
+                () = sleep_until(deadline) => self.input(Input::Tick),
+            }
+        }
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        for (_, handle) in self.conns.drain() {
+            handle.close(1001);
+        }
+        tracing::debug!("engine task stopped");
+    }
+
+    /// Handles one command; false means stop.
+    fn command(&mut self, command: Command) -> bool {
+        match command {
+            Command::OpenThreads {
+                conn,
+                token,
+                handle,
+            } => {
+                if self.admit(conn, handle) {
+                    self.input(Input::OpenThreads {
+                        conn,
+                        token: token.as_deref(),
+                    });
+                }
+            }
+            Command::OpenChannels {
+                conn,
+                app_key,
+                protocol,
+                handle,
+            } => {
+                if self.admit(conn, handle) {
+                    self.input(Input::OpenChannels {
+                        conn,
+                        app_key: &app_key,
+                        protocol,
+                    });
+                }
+            }
+            Command::Frame { conn, frame } if self.conns.contains_key(&conn) => {
+                let frame = match &frame {
+                    InFrame::Text(text) => WsFrame::Text(text.as_str()),
+                    InFrame::Binary(bytes) => WsFrame::Binary(bytes),
+                };
+                self.input(Input::Frame { conn, frame });
+            }
+            Command::Pong { conn } if self.conns.contains_key(&conn) => {
+                self.input(Input::Pong { conn });
+            }
+            Command::Drained { conn } if self.conns.contains_key(&conn) => {
+                self.input(Input::Drained { conn });
+            }
+            Command::Closed { conn } => {
+                if self.conns.remove(&conn).is_some() {
+                    self.input(Input::Closed { conn });
+                }
+            }
+            // Frames of sockets the engine already closed are dropped.
+            Command::Frame { .. } | Command::Pong { .. } | Command::Drained { .. } => {}
+            Command::Http { request, reply } => {
+                self.next_req += 1;
+                let req = RequestId(self.next_req);
+                self.pending.insert(req, reply);
+                let request = HttpRequest {
+                    method: request.method,
+                    path: &request.path,
+                    query: &request.query,
+                    authorization: request.authorization.as_deref(),
+                    idempotency_key: request.idempotency_key.as_deref(),
+                    body: &request.body,
+                };
+                self.input(Input::Http { req, request });
+            }
+            Command::Handshake { app_key, reply } => {
+                let _ = reply.send(self.engine.channel_handshake(app_key.as_deref()));
+            }
+            Command::Metrics { reply } => {
+                let mut text = self.engine.metrics().render_prometheus();
+                self.stats
+                    .render(&mut text, self.conns.len(), self.pending.len());
+                let _ = reply.send(text);
+            }
+            Command::Ready { reply } => {
+                let _ = reply.send(());
+            }
+            Command::Shutdown => {
+                self.shutting_down = true;
+                let open: Vec<ConnId> = self.conns.keys().copied().collect();
+                for conn in open {
+                    if let Some(handle) = self.conns.remove(&conn) {
+                        handle.close(1001);
+                        self.input(Input::Closed { conn });
+                    }
+                }
+            }
+            Command::Stop => return false,
+        }
+        true
+    }
+
+    /// Registers a new socket, or closes it at once while shutting down.
+    fn admit(&mut self, conn: ConnId, handle: ConnHandle) -> bool {
+        if self.shutting_down {
+            handle.close(1001);
+            return false;
+        }
+        self.conns.insert(conn, handle);
+        true
+    }
+
+    /// Feeds one input, then dispatches every output it released.
+    fn input(&mut self, input: Input<'_>) {
+        let now = self.now();
+        if let Err(misuse) = self.engine.handle(now, input) {
+            tracing::error!(%misuse, "engine refused an input");
+        }
+        self.dispatch_all();
+    }
+
+    fn dispatch_all(&mut self) {
+        loop {
+            while let Some(out) = self.engine.poll_output() {
+                self.dispatch(out);
+            }
+            if let Some(batch) = self.durable.take() {
+                let now = self.now();
+                if let Err(misuse) = self.engine.handle(now, Input::Persisted { batch }) {
+                    tracing::error!(%misuse, "engine refused a persisted batch");
+                }
+                continue;
+            }
+            let Some(conn) = self.closing.pop() else {
+                break;
+            };
+            let now = self.now();
+            if let Err(misuse) = self.engine.handle(now, Input::Closed { conn }) {
+                tracing::error!(%misuse, "engine refused a close");
+            }
+        }
+    }
+
+    fn dispatch(&mut self, out: Output) {
+        match out {
+            Output::Send { conn, frame } => self.queue(conn, OutMsg::Frame(frame)),
+            Output::Ping { conn } => self.queue(conn, OutMsg::Ping),
+            Output::WantDrained { conn } => self.queue(conn, OutMsg::WantDrained),
+            Output::Close { conn, code } => {
+                if let Some(handle) = self.conns.remove(&conn) {
+                    handle.close(code);
+                    self.closing.push(conn);
+                }
+            }
+            Output::Respond { req, response } => {
+                if let Some(reply) = self.pending.remove(&req) {
+                    // The client may have gone; nothing to do then.
+                    let _ = reply.send(response);
+                }
+            }
+            Output::Persist { batch, writes } => {
+                if let Some(done) = self.persister.persist(batch, writes) {
+                    self.durable = Some(done);
+                }
+            }
+        }
+    }
+
+    fn queue(&mut self, conn: ConnId, msg: OutMsg) {
+        let Some(handle) = self.conns.get(&conn) else {
+            return;
+        };
+        match handle.push(msg) {
+            Ok(()) => {}
+            Err(QueueError::Full) => {
+                // A slow consumer: close it rather than let its queue grow.
+                tracing::info!(conn = conn.0, "slow consumer: closing with 1013");
+                handle.kill(1013);
+                self.stats.slow_consumer();
+                self.conns.remove(&conn);
+                self.closing.push(conn);
+            }
+            // The socket's task ended; its `Closed` command is on the way.
+            Err(QueueError::Gone) => {}
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,254 @@
+//! The HTTP surface: engine routes, WebSocket endpoints, health and metrics,
+//! and the web page.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use bubble_core::http::{is_engine_route, HttpResponse, Method};
+use bubble_core::{BubbleError, ConnId, Limits};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt as _;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt as _;
+use tower_http::services::ServeDir;
+
+use crate::driver::{Command, OwnedRequest};
+use crate::store::Probe;
+
+mod ops;
+
+/// What every handler shares.
+pub(crate) struct Host {
+    /// The engine's inbox.
+    pub(crate) inbox: mpsc::Sender<Command>,
+    /// The engine's limits (queue and message sizes).
+    pub(crate) limits: Limits,
+    /// Readiness probe of the store.
+    pub(crate) probe: Probe,
+    /// Socket tasks, awaited at shutdown.
+    pub(crate) sockets: TaskTracker,
+    /// The web page's directory, when it exists.
+    pub(crate) www: Option<PathBuf>,
+    next_conn: AtomicU64,
+}
+
+impl Host {
+    /// Shared state for the handlers.
+    pub(crate) fn new(
+        inbox: mpsc::Sender<Command>,
+        limits: Limits,
+        probe: Probe,
+        www: Option<PathBuf>,
+    ) -> Host {
+        Host {
+            inbox,
+            limits,
+            probe,
+            sockets: TaskTracker::new(),
+            www,
+            next_conn: AtomicU64::new(1),
+        }
+    }
+
+    /// A connection id never used before by this process.
+    pub(crate) fn next_conn(&self) -> ConnId {
+        ConnId(self.next_conn.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The largest request body read for an engine route.
+    fn body_limit(&self) -> usize {
+        self.limits
+            .max_event_bytes
+            .saturating_mul(2)
+            .saturating_add(64 * 1024)
+    }
+}
+
+/// Every route, over `host`.
+pub(crate) fn router(host: Arc<Host>, ws_path: &str) -> Router {
+    Router::new()
+        .route(ws_path, get(crate::ws::threads))
+        .route("/socket", get(crate::ws::channels))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(fallback)
+        .layer(middleware::from_fn(log_request))
+        .with_state(host)
+}
+
+/// Writes the engine's response.
+pub(crate) fn respond(response: HttpResponse) -> Response {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let empty = response.body.is_empty() && status == StatusCode::NO_CONTENT;
+    let mut out = Response::new(Body::from(response.body));
+    *out.status_mut() = status;
+    if !empty {
+        out.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(response.content_type.as_str()),
+        );
+    }
+    if let Some(seconds) = response.retry_after {
+        out.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    out
+}
+
+/// `503 unavailable`: the engine task is gone (shutting down).
+pub(crate) fn unavailable() -> Response {
+    respond(HttpResponse::error(&BubbleError::Unavailable(
+        "The server is shutting down.".into(),
+    )))
+}
+
+fn header_string(req: &axum::http::request::Parts, name: header::HeaderName) -> Option<String> {
+    req.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn decoded_path(raw: &str) -> String {
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Engine routes go to the engine; everything else is the web page.
+async fn fallback(State(host): State<Arc<Host>>, req: Request) -> Response {
+    let path = decoded_path(req.uri().path());
+    if is_engine_route(&path) {
+        engine_route(host, path, req).await
+    } else {
+        static_file(&host, req).await
+    }
+}
+
+fn too_large(limit: usize) -> Response {
+    respond(HttpResponse::error(&BubbleError::PayloadTooLarge(format!(
+        "Request body exceeds {limit} bytes."
+    ))))
+}
+
+/// Bytes of an oversized body read and discarded before answering 413, so
+/// the client is not reset while it is still sending.
+const DRAIN_LIMIT: usize = 32 * 1024 * 1024;
+
+/// Why a body was not read.
+enum BodyError {
+    /// Over the limit.
+    TooLarge,
+    /// The transport failed.
+    Unreadable,
+}
+
+/// Reads `body` up to `limit` bytes; past it, drains up to [`DRAIN_LIMIT`].
+async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
+    let mut buf = BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| BodyError::Unreadable)?.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen > DRAIN_LIMIT {
+            break;
+        }
+        if seen <= limit {
+            buf.extend_from_slice(&data);
+        }
+    }
+    if seen > limit {
+        Err(BodyError::TooLarge)
+    } else {
+        Ok(buf.freeze())
+    }
+}
+
+async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
+    let limit = host.body_limit();
+    let (parts, body) = req.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > DRAIN_LIMIT as u64) {
+        return too_large(limit);
+    }
+    let body = match read_body(body, limit).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge) => return too_large(limit),
+        Err(BodyError::Unreadable) => {
+            return respond(HttpResponse::error(&BubbleError::InvalidRequest(
+                "The request body could not be read.".into(),
+            )))
+        }
+    };
+    let request = OwnedRequest {
+        method: Method::parse(parts.method.as_str()),
+        path,
+        query: parts.uri.query().unwrap_or_default().to_owned(),
+        authorization: header_string(&parts, header::AUTHORIZATION),
+        idempotency_key: header_string(&parts, header::HeaderName::from_static("idempotency-key")),
+        body,
+    };
+    let (reply, response) = oneshot::channel();
+    if host
+        .inbox
+        .send(Command::Http { request, reply })
+        .await
+        .is_err()
+    {
+        return unavailable();
+    }
+    match response.await {
+        Ok(response) => respond(response),
+        Err(_) => unavailable(),
+    }
+}
+
+async fn static_file(host: &Host, req: Request) -> Response {
+    match &host.www {
+        Some(dir) => match ServeDir::new(dir).oneshot(req).await {
+            Ok(response) => response.into_response(),
+            Err(never) => match never {},
+        },
+        None if req.uri().path() == "/" => (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "Bubble is running. The web page is not installed (see --www).\n",
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// One log line per request: method, path (never the query, which may
+/// carry `access_token`), status and duration.
+async fn log_request(req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let response = next.run(req).await;
+    tracing::info!(
+        target: "bubble::http",
+        %method,
+        path,
+        status = response.status().as_u16(),
+        micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}

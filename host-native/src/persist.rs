@@ -1,0 +1,153 @@
+//! Persistence: makes the engine's write batches durable, with group commit.
+//!
+//! The worker is a dedicated thread owning the store's writer. It blocks for
+//! one batch, takes every other batch already queued, applies them all in one
+//! transaction and commits; only then does it report the last batch durable.
+//! Batches arrive and are reported in the order the engine issued them.
+//!
+//! A store failure is fatal: the worker logs it and exits the process with
+//! status 1. Nothing the failed commit held was acknowledged (acks wait for
+//! the report), and the next start reloads the state from the store.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc};
+
+use bubble_core::store::{Backend, Write};
+use bubble_core::BatchId;
+use tokio::sync::mpsc;
+
+/// Writes gathered into one commit before it is cut (bounds one transaction).
+const MAX_GROUP_WRITES: usize = 16 * 1024;
+
+/// The exit status after a store failure.
+pub(crate) const STORE_FAILURE_EXIT: i32 = 1;
+
+/// Where `Persist` batches go.
+pub(crate) enum Persister {
+    /// Applied on the engine thread, durable at once (the memory store).
+    Inline(Box<dyn Backend + Send>),
+    /// Sent to the persistence worker.
+    Worker(std_mpsc::Sender<(BatchId, Vec<Write>)>),
+}
+
+impl Persister {
+    /// Starts the worker thread over `writer`; it reports durable batches on `done`.
+    pub(crate) fn worker(
+        writer: Box<dyn Backend + Send>,
+        done: mpsc::UnboundedSender<BatchId>,
+        stats: Arc<Stats>,
+    ) -> std::io::Result<(Persister, std::thread::JoinHandle<()>)> {
+        let (tx, rx) = std_mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("bubble-persist".into())
+            .spawn(move || run_worker(writer, &rx, &done, &stats))?;
+        Ok((Persister::Worker(tx), thread))
+    }
+
+    /// Hands a batch over; returns it when it is already durable.
+    pub(crate) fn persist(&mut self, batch: BatchId, writes: Vec<Write>) -> Option<BatchId> {
+        match self {
+            Persister::Inline(backend) => match backend.apply(&writes) {
+                Ok(()) => Some(batch),
+                Err(e) => fail(&e),
+            },
+            Persister::Worker(tx) => {
+                if tx.send((batch, writes)).is_err() {
+                    tracing::error!("the persistence worker is gone");
+                    std::process::exit(STORE_FAILURE_EXIT);
+                }
+                None
+            }
+        }
+    }
+}
+
+fn fail(err: &dyn std::fmt::Display) -> ! {
+    tracing::error!(error = %err, "store failure: exiting; the state is reloaded from the store on restart");
+    std::process::exit(STORE_FAILURE_EXIT);
+}
+
+fn run_worker(
+    mut writer: Box<dyn Backend + Send>,
+    rx: &std_mpsc::Receiver<(BatchId, Vec<Write>)>,
+    done: &mpsc::UnboundedSender<BatchId>,
+    stats: &Stats,
+) {
+    // `recv` fails once the engine dropped its sender and the queue is empty:
+    // everything handed over has been committed.
+    while let Ok((mut last, mut writes)) = rx.recv() {
+        let mut batches = 1;
+        while writes.len() < MAX_GROUP_WRITES {
+            let Ok((batch, more)) = rx.try_recv() else {
+                break;
+            };
+            writes.extend(more);
+            last = batch;
+            batches += 1;
+        }
+        if let Err(e) = writer.apply(&writes) {
+            fail(&e);
+        }
+        stats.commits.fetch_add(1, Ordering::Relaxed);
+        stats.batches.fetch_add(batches, Ordering::Relaxed);
+        // The engine task may already be gone at shutdown; the commit stands.
+        let _ = done.send(last);
+    }
+    tracing::debug!("persistence worker flushed and stopped");
+}
+
+/// Host-side counters, rendered after the engine's metrics.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    commits: AtomicU64,
+    batches: AtomicU64,
+    slow_consumers: AtomicU64,
+}
+
+impl Stats {
+    /// Counts a socket closed as a slow consumer.
+    pub(crate) fn slow_consumer(&self) {
+        self.slow_consumers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Appends the host's lines in Prometheus text format.
+    pub(crate) fn render(&self, out: &mut String, sockets: usize, pending_requests: usize) {
+        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
+        };
+        metric(
+            "bubble_store_commits_total",
+            "counter",
+            "Store transactions committed.",
+            self.commits.load(Ordering::Relaxed),
+        );
+        metric(
+            "bubble_store_batches_total",
+            "counter",
+            "Write batches made durable by the worker.",
+            self.batches.load(Ordering::Relaxed),
+        );
+        metric(
+            "bubble_slow_consumer_closes_total",
+            "counter",
+            "Sockets closed because their outbound queue was full.",
+            self.slow_consumers.load(Ordering::Relaxed),
+        );
+        metric(
+            "bubble_open_sockets",
+            "gauge",
+            "WebSocket connections open (both protocols).",
+            sockets as u64,
+        );
+        metric(
+            "bubble_http_requests_in_flight",
+            "gauge",
+            "Engine HTTP requests awaiting a response.",
+            pending_requests as u64,
+        );
+    }
+}

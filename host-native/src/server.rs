@@ -1,0 +1,144 @@
+//! Start-up and shutdown: open the store, start the engine task and the
+//! persistence worker, bind, serve, and stop in order on SIGTERM/SIGINT.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Settings;
+use crate::driver::{self, Command};
+use crate::http::{self, Host};
+use crate::persist::Stats;
+use crate::store::{self, StoreSpec};
+
+/// How long open sockets get to finish their close at shutdown.
+const SOCKET_DRAIN: Duration = Duration::from_secs(10);
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The store could not be opened or loaded.
+    #[error("store: {0}")]
+    Store(#[from] bubble_core::store::StoreError),
+    /// Binding, threads or the runtime failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
+    let context = context.into();
+    move |source| ServeError::Io { context, source }
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub async fn serve(settings: Settings) -> Result<(), ServeError> {
+    let opened = store::open(&settings.store)?;
+    tracing::info!(store = %settings.store, threads = opened.snapshot.threads.len(), "store opened");
+    let stats = Arc::new(Stats::default());
+    let inline = settings.store == StoreSpec::Memory;
+    let running = driver::spawn(
+        settings.engine.clone(),
+        opened.snapshot,
+        opened.reader,
+        opened.writer,
+        inline,
+        stats,
+    )
+    .map_err(io("starting the engine"))?;
+    let listener = TcpListener::bind(&settings.listen)
+        .await
+        .map_err(io(format!("binding {}", settings.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(io("reading the bound address"))?;
+    let www = settings.www.is_dir().then(|| settings.www.clone());
+    if www.is_none() {
+        tracing::warn!(dir = %settings.www.display(), "web page directory not found; / serves a placeholder");
+    }
+    let host = Arc::new(Host::new(
+        running.inbox.clone(),
+        settings.engine.limits.clone(),
+        opened.probe,
+        www,
+    ));
+    let app = http::router(host.clone(), &settings.ws_path);
+
+    let base = format!("http://{addr}");
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "listening on {base}");
+    let _ = stdout.flush();
+    tracing::info!(%addr, ws_path = %settings.ws_path, "listening");
+    if settings.dev {
+        eprintln!("{}", settings.dev_banner(&base));
+    }
+
+    let stop = CancellationToken::new();
+    tokio::spawn(watch_signals(stop.clone()));
+    let inbox = running.inbox.clone();
+    let signalled = stop.clone();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Frames are small and latency-bound; coalescing happens above TCP.
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            signalled.cancelled().await;
+            tracing::info!("shutting down: closing sockets with 1001");
+            let _ = inbox.send(Command::Shutdown).await;
+        })
+        .await
+        .map_err(io("serving"))?;
+
+    host.sockets.close();
+    if tokio::time::timeout(SOCKET_DRAIN, host.sockets.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some sockets did not finish closing in time");
+    }
+    let _ = running.inbox.send(Command::Stop).await;
+    drop(host);
+    let threads = tokio::task::spawn_blocking(move || {
+        let _ = running.engine.join();
+        // The worker ends once every batch handed to it is committed.
+        if let Some(worker) = running.worker {
+            let _ = worker.join();
+        }
+    });
+    let _ = threads.await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn watch_signals(stop: CancellationToken) {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    stop.cancel();
+}

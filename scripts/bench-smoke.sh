@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Smoke run of every benchmark scenario (bubble-bench --smoke): a few seconds
+# each, tiny loads, no figure checked. It proves the load generator, the
+# nchan side and the scenarios still work against the current server.
+# Debug builds: the test command has built them already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build -q -p bubble-server -p bubble-bench
+results="$(mktemp -d)"
+trap 'rm -rf "$results"' EXIT
+timeout 600 target/debug/bubble-bench all --smoke --results "$results"
+for f in fanout-vs-nchan thread-fanout appends catchup idle; do
+  test -s "$results/$f.json" || { echo "missing result file $f.json" >&2; exit 1; }
+done
+echo "bench smoke: every scenario ran"

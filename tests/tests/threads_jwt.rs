@@ -1,0 +1,65 @@
+//! The JWT HS256 driver: `sub` is the principal, `exp` is honoured, the
+//! signature must verify; over HTTP and on the `/v1/ws` upgrade.
+
+use bubble_tests::threads::{create_thread, error_code, error_frame, subscribe};
+use bubble_tests::{sign_jwt, unix_now, Server, WsClient, JWT_SECRET, TEST_CONFIG};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn valid_expired_and_forged_tokens() {
+    let server = Server::start(TEST_CONFIG);
+    let valid = sign_jwt(JWT_SECRET, &json!({"sub": "zoe", "exp": unix_now() + 3600}));
+    let no_exp = sign_jwt(JWT_SECRET, &json!({"sub": "zoe"}));
+    let expired = sign_jwt(JWT_SECRET, &json!({"sub": "zoe", "exp": unix_now() - 60}));
+    let forged = sign_jwt(
+        "some-other-secret",
+        &json!({"sub": "zoe", "exp": unix_now() + 3600}),
+    );
+    let mut tampered = valid.clone();
+    tampered.pop();
+    tampered.push(if valid.ends_with('A') { 'B' } else { 'A' });
+
+    // A valid token acts as its `sub`: the creator is the owner.
+    let zoe = server.http(&valid);
+    let thread = create_thread(&zoe, "zoes").await;
+    assert_eq!(thread["threadId"], "zoes");
+    let (status, grants) = zoe.get("/v1/threads/zoes/grants").await;
+    assert_eq!(status, 200, "{grants}");
+    assert_eq!(grants["grants"][0]["principalId"], "zoe");
+    let (status, _) = server.http(&no_exp).get("/v1/threads/zoes").await;
+    assert_eq!(status, 200, "a token without exp does not expire");
+
+    for (name, token) in [
+        ("expired", &expired),
+        ("forged", &forged),
+        ("tampered", &tampered),
+    ] {
+        let (status, body) = server.http(token).get("/v1/threads/zoes").await;
+        assert_eq!(status, 401, "{name}: {body}");
+        error_code(&body, "unauthorized");
+
+        let mut ws = WsClient::connect(&server.ws_url("/v1/ws"), Some(token))
+            .await
+            .expect("upgrade");
+        error_frame(&ws.recv_json().await, "unauthorized", None);
+        assert_eq!(ws.recv_close().await, Some(1008), "{name}");
+    }
+
+    let mut ws = WsClient::connect(&server.ws_url("/v1/ws"), Some(&valid))
+        .await
+        .expect("upgrade");
+    assert_eq!(subscribe(&mut ws, "zoes", None).await, 0);
+    let url = server.ws_url(&format!("/v1/ws?access_token={valid}"));
+    let mut ws = WsClient::connect(&url, None).await.expect("upgrade");
+    assert_eq!(subscribe(&mut ws, "zoes", None).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_is_refused_without_the_driver() {
+    let config = TEST_CONFIG.replace("[auth.jwt]\nsecret = \"test-jwt-secret\"\n", "");
+    assert!(!config.contains("auth.jwt"));
+    let server = Server::start(&config);
+    let token = sign_jwt(JWT_SECRET, &json!({"sub": "zoe"}));
+    let (status, body) = server.http(&token).get("/v1/threads").await;
+    assert_eq!(status, 401, "{body}");
+}
