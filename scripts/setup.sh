@@ -16,6 +16,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+npm ci --prefix tests/js/pubb-minimal --no-audit --no-fund --silent
+
 for hook in scripts/setup-js.sh; do
   if [ -x "$hook" ]; then "$hook"; fi
 done

@@ -8,13 +8,13 @@ scripts/setup.sh
 
 echo "== format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features bubble-core/contract -- -D warnings
 
 echo "== core builds for wasm32 with no host imports"
 scripts/check-wasm-core.sh
 
 echo "== Rust tests (unit, contract, property, black-box)"
-cargo test --workspace
+cargo test --workspace --features bubble-core/contract
 
 for extra in scripts/test-js.sh scripts/bench-smoke.sh; do
   if [ -x "$extra" ]; then

@@ -253,42 +253,52 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
     ))
 }
 
-/// The rates of a saturation search: grows by `factor` from `start` while
-/// steps are sustainable, then bisects twice between the last good and the
-/// first bad rate. `run` measures one rate at one step number.
+/// The rates of a saturation search: from `start`, grows by `factor`
+/// while steps are sustainable (or shrinks by it until one is, when the
+/// first is not), then bisects twice between the last good and the first
+/// bad rate. A generator-bound step or a server that closed subscribers
+/// ends the search. `run` measures one rate at one step number.
 pub fn search<E>(
     start: f64,
     factor: f64,
-    max_growth_steps: usize,
+    max_moves: usize,
     first_step: u8,
     mut run: impl FnMut(u8, f64) -> Result<StepResult, E>,
 ) -> Result<Vec<StepResult>, E> {
     let mut out: Vec<StepResult> = Vec::new();
     let mut step = first_step;
-    let mut rate = start;
     let mut good: Option<f64> = None;
     let mut bad: Option<f64> = None;
-    for _ in 0..max_growth_steps {
+    let mut rate = start;
+    let room = |step: u8| (step as usize) < crate::stamp::MAX_STEPS;
+    for _ in 0..max_moves.max(1) {
+        if !room(step) {
+            break;
+        }
         let r = run(step, rate)?;
         step += 1;
-        let ok = r.sustainable;
-        let stop = !r.valid || r.closed > 0;
+        let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
         out.push(r);
+        if stop {
+            return Ok(out);
+        }
         if ok {
             good = Some(rate);
+            if bad.is_some() {
+                break;
+            }
             rate *= factor;
         } else {
             bad = Some(rate);
-            if stop {
-                return Ok(out);
+            if good.is_some() {
+                break;
             }
-            break;
+            rate /= factor;
         }
     }
-    if let (Some(g), Some(b)) = (good, bad) {
-        let (mut g, mut b) = (g, b);
+    if let (Some(mut g), Some(mut b)) = (good, bad) {
         for _ in 0..2 {
-            if (step as usize) >= crate::stamp::MAX_STEPS {
+            if !room(step) {
                 break;
             }
             let mid = (g + b) / 2.0;
@@ -296,13 +306,13 @@ pub fn search<E>(
             step += 1;
             let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
             out.push(r);
+            if stop {
+                break;
+            }
             if ok {
                 g = mid;
             } else {
                 b = mid;
-                if stop {
-                    break;
-                }
             }
         }
     }

@@ -30,6 +30,7 @@
 
 mod config;
 mod js;
+mod ts;
 mod writes;
 
 use std::collections::VecDeque;
@@ -136,7 +137,7 @@ impl WasmEngine {
 
     /// Decides a `/socket` upgrade: `null` to accept, or the plain-text
     /// response `{status, contentType, body, retryAfter?}` to answer instead.
-    #[wasm_bindgen(js_name = channelHandshake)]
+    #[wasm_bindgen(js_name = channelHandshake, unchecked_return_type = "HttpAnswer | null")]
     pub fn channel_handshake(&self, app_key: Option<String>) -> JsValue {
         match self.inner.channel_handshake(app_key.as_deref()) {
             Ok(()) => JsValue::NULL,
@@ -244,7 +245,7 @@ impl WasmEngine {
 
     /// The next output as a plain object (`{kind: 'send', conn, frame}`…),
     /// or `undefined` when there is nothing to do.
-    #[wasm_bindgen(js_name = pollOutput)]
+    #[wasm_bindgen(js_name = pollOutput, unchecked_return_type = "Output | undefined")]
     pub fn poll_output(&mut self) -> Result<JsValue, JsValue> {
         let Some(out) = self.inner.poll_output() else {
             return Ok(JsValue::UNDEFINED);
@@ -271,6 +272,7 @@ impl WasmEngine {
     }
 
     /// The configured limits, with the keys of `bubble.toml`'s `[limits]`.
+    #[wasm_bindgen(unchecked_return_type = "Limits")]
     pub fn limits(&self) -> Result<JsValue, JsValue> {
         let json = serde_json::to_string(&config::LimitsJson::from(self.inner.limits()))
             .map_err(|e| js::error("internal", e))?;

@@ -289,9 +289,13 @@ impl Engine {
                 let mut beats = Vec::new();
                 self.heartbeats.poll(now, &mut beats);
                 for beat in beats {
-                    match beat {
-                        Beat::Ping(conn) => cx.out.push(Output::Ping { conn }),
-                        Beat::Expired(conn) => cx.out.push(Output::Close { conn, code: 1006 }),
+                    let (conn, out) = match beat {
+                        Beat::Ping(conn) => (conn, Output::Ping { conn }),
+                        Beat::Expired(conn) => (conn, Output::Close { conn, code: 1006 }),
+                    };
+                    match self.conns.get(&conn) {
+                        Some(ConnKind::Channels) => cx.out.push_unfenced(out),
+                        _ => cx.out.push(out),
                     }
                 }
                 self.channels.tick(&mut cx);

@@ -34,6 +34,14 @@ impl Outbox {
         }
     }
 
+    /// Queues `out` ahead of the fence. Only for outputs that depend on no
+    /// write and go to peers that never receive fenced outputs (channel
+    /// sockets and the channels HTTP API): their order among themselves is
+    /// kept, and thread commits never delay them.
+    pub(crate) fn push_unfenced(&mut self, out: Output) {
+        self.ready.push_back(out);
+    }
+
     /// Adds `write` to the batch of the current input.
     pub(crate) fn write(&mut self, write: Write) {
         self.building.push(write);

@@ -61,6 +61,10 @@ enum Op {
     WsAppend {
         conn: usize,
         thread: usize,
+        key: Option<u8>,
+    },
+    Reconnect {
+        conn: usize,
     },
     Subscribe {
         conn: usize,
@@ -90,7 +94,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(thread, parent)| Op::Create { thread, parent: parent.filter(|p| *p != thread) }),
         8 => (0..THREADS, 0..PRINCIPALS, proptest::option::weighted(0.4, 0..3u8))
             .prop_map(|(thread, by, key)| Op::HttpAppend { thread, by, key }),
-        4 => (0..CONNS.len(), 0..THREADS).prop_map(|(conn, thread)| Op::WsAppend { conn, thread }),
+        4 => (0..CONNS.len(), 0..THREADS, proptest::option::weighted(0.4, 0..3u8))
+            .prop_map(|(conn, thread, key)| Op::WsAppend { conn, thread, key }),
+        1 => (0..CONNS.len()).prop_map(|conn| Op::Reconnect { conn }),
         4 => (0..CONNS.len(), 0..THREADS, 1..10u64)
             .prop_map(|(conn, thread, from_seq)| Op::Subscribe { conn, thread, from_seq }),
         2 => (0..CONNS.len(), 0..THREADS).prop_map(|(conn, thread)| Op::Unsubscribe { conn, thread }),
@@ -209,6 +215,24 @@ impl Model {
         (!appends).then_some("forbidden")
     }
 
+    /// Appends one event unless `key` repeats; returns the seq and whether
+    /// it was a repeat.
+    fn append_keyed(&mut self, thread: usize, key: Option<u8>) -> (u64, bool) {
+        let known = key.and_then(|k| self.threads[&thread].keys.get(&k).copied());
+        if let Some(seq) = known {
+            return (seq, true);
+        }
+        let seq = self.append(thread);
+        if let Some(k) = key {
+            self.threads
+                .get_mut(&thread)
+                .expect("thread")
+                .keys
+                .insert(k, seq);
+        }
+        (seq, false)
+    }
+
     /// Appends one event; returns its seq.
     fn append(&mut self, thread: usize) -> u64 {
         let readers: BTreeSet<usize> = (0..PRINCIPALS)
@@ -262,9 +286,15 @@ enum Answer {
 struct Run {
     h: Harness,
     model: Model,
+    /// The open connection of each slot of [`CONNS`].
     conns: Vec<ConnId>,
+    /// The connection instance each slot holds now; a reconnect starts a
+    /// new instance.
+    current: Vec<usize>,
+    /// Every connection instance: its slot and whether it was closed.
+    instances: Vec<(usize, bool)>,
     tracks: HashMap<(usize, usize), Track>,
-    /// Frames per connection with the op index they arrived at.
+    /// Frames per connection instance with the op index they arrived at.
     seen: Vec<Vec<(usize, Value)>>,
     answers: Vec<(RequestId, Answer, String)>,
 }
@@ -288,6 +318,8 @@ impl Run {
             h,
             model: Model::default(),
             conns,
+            current: (0..CONNS.len()).collect(),
+            instances: (0..CONNS.len()).map(|slot| (slot, false)).collect(),
             tracks: HashMap::new(),
             seen: vec![Vec::new(); CONNS.len()],
             answers: Vec::new(),
@@ -304,14 +336,14 @@ impl Run {
     }
 
     fn collect(&mut self, at: usize) {
-        for (i, conn) in self.conns.clone().into_iter().enumerate() {
+        for (slot, conn) in self.conns.clone().into_iter().enumerate() {
             let frames = self.h.frames(conn);
-            self.seen[i].extend(frames.into_iter().map(|f| (at, f)));
+            self.seen[self.current[slot]].extend(frames.into_iter().map(|f| (at, f)));
         }
     }
 
     fn track(&mut self, conn: usize, thread: usize) -> &mut Track {
-        self.tracks.entry((conn, thread)).or_default()
+        self.tracks.entry((self.current[conn], thread)).or_default()
     }
 
     fn step(&mut self, at: usize, op: &Op) {
@@ -352,25 +384,10 @@ impl Run {
                 let answer = match self.model.append_denied(by, thread) {
                     Some("forbidden") => Answer::Error(403, "forbidden"),
                     Some(_) => Answer::Error(404, "not_found"),
-                    None => {
-                        let repeat =
-                            key.and_then(|k| self.model.threads[&thread].keys.get(&k).copied());
-                        match repeat {
-                            Some(seq) => Answer::Event { status: 200, seq },
-                            None => {
-                                let seq = self.model.append(thread);
-                                if let Some(k) = key {
-                                    self.model
-                                        .threads
-                                        .get_mut(&thread)
-                                        .expect("thread")
-                                        .keys
-                                        .insert(k, seq);
-                                }
-                                Answer::Event { status: 201, seq }
-                            }
-                        }
-                    }
+                    None => match self.model.append_keyed(thread, key) {
+                        (seq, true) => Answer::Event { status: 200, seq },
+                        (seq, false) => Answer::Event { status: 201, seq },
+                    },
                 };
                 let key = key.map(|k| format!("key-{k}"));
                 let target = format!("/v1/threads/{}/events", thread_name(thread));
@@ -384,19 +401,36 @@ impl Run {
                 );
                 self.answers.push((req, answer, format!("op {at}: {op:?}")));
             }
-            Op::WsAppend { conn, thread } => {
+            Op::WsAppend { conn, thread, key } => {
                 match self.model.append_denied(CONNS[conn], thread) {
                     Some(code) => self
                         .track(conn, thread)
                         .markers
                         .push(Marker::Error(Some(code))),
                     None => {
-                        self.model.append(thread);
+                        self.model.append_keyed(thread, key);
                     }
                 }
-                let body = json!({ "type": "run_started", "runId": format!("w{at}") });
+                let mut body = json!({ "type": "run_started", "runId": format!("w{at}") });
+                if let Some(k) = key {
+                    body["idempotencyKey"] = json!(format!("key-{k}"));
+                }
                 self.h
                     .ws_append(self.conns[conn], &thread_name(thread), body);
+            }
+            Op::Reconnect { conn } => {
+                for thread in 0..THREADS {
+                    let track = self.track(conn, thread);
+                    if let Some(active) = track.active.take() {
+                        track.episodes[active].unsubscribed_at = Some(at);
+                    }
+                }
+                self.h.disconnect(self.conns[conn]);
+                self.instances[self.current[conn]].1 = true;
+                self.current[conn] = self.instances.len();
+                self.instances.push((conn, false));
+                self.seen.push(Vec::new());
+                self.conns[conn] = self.h.connect(&principal_name(CONNS[conn]));
             }
             Op::Subscribe {
                 conn,
@@ -547,20 +581,22 @@ impl Run {
                 Some(model.head)
             );
         }
-        for conn in 0..CONNS.len() {
+        for instance in 0..self.instances.len() {
             for thread in 0..THREADS {
-                self.check_track(conn, thread)?;
+                self.check_track(instance, thread)?;
             }
         }
         Ok(())
     }
 
-    /// Replays what `conn` saw for `thread` against the expected markers
-    /// and episodes.
-    fn check_track(&self, conn: usize, thread: usize) -> Result<(), TestCaseError> {
+    /// Replays what connection `instance` saw for `thread` against the
+    /// expected markers and episodes. A closed instance may miss what was
+    /// still held back when it closed.
+    fn check_track(&self, instance: usize, thread: usize) -> Result<(), TestCaseError> {
         let name = thread_name(thread);
         let empty = Track::default();
-        let track = self.tracks.get(&(conn, thread)).unwrap_or(&empty);
+        let track = self.tracks.get(&(instance, thread)).unwrap_or(&empty);
+        let (conn, was_closed) = self.instances[instance];
         let principal = CONNS[conn];
         let model = self.model.threads.get(&thread);
         let mut markers = track.markers.iter();
@@ -570,11 +606,11 @@ impl Run {
         let mut through: Vec<u64> = vec![0; track.episodes.len()];
         let ctx = |what: &str| {
             format!(
-                "conn {conn} ({}) on {name}: {what}",
+                "conn {conn}#{instance} ({}) on {name}: {what}",
                 principal_name(principal)
             )
         };
-        for (at, frame) in self.seen[conn]
+        for (at, frame) in self.seen[instance]
             .iter()
             .filter(|(_, f)| f["threadId"] == name.as_str())
         {
@@ -659,7 +695,11 @@ impl Run {
             }
         }
         let rest: Vec<&Marker> = markers.collect();
-        prop_assert!(rest.is_empty(), "{}", ctx(&format!("never saw {rest:?}")));
+        prop_assert!(
+            rest.is_empty() || was_closed,
+            "{}",
+            ctx(&format!("never saw {rest:?}"))
+        );
         let head = model.map_or(0, |m| m.head);
         for (ep, episode) in track.episodes.iter().enumerate() {
             let start = episode.from_seq.min(through[ep] + 1);
@@ -701,6 +741,14 @@ fn run(s: &Scenario) -> Result<(), TestCaseError> {
     run.check()
 }
 
+/// `PROPTEST_CASES` when set (for long local runs), else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Everything the clients saw: frames per connection (with the op they
 /// arrived at) and every HTTP answer.
 type Transcript = (Vec<Vec<(usize, Value)>>, Vec<Option<common::Resp>>);
@@ -721,7 +769,7 @@ fn transcript(s: &Scenario) -> Transcript {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(128), ..ProptestConfig::default() })]
 
     #[test]
     fn threads_behave_like_the_model(s in scenario()) {
@@ -730,7 +778,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(32), ..ProptestConfig::default() })]
 
     /// Same inputs, same outputs: the engine has no hidden clock or randomness.
     #[test]
@@ -769,7 +817,12 @@ fn fixed_interleaving() {
             by: 0,
             key: Some(1),
         },
-        WsAppend { conn: 0, thread: 0 },
+        WsAppend {
+            conn: 0,
+            thread: 0,
+            key: Some(1),
+        },
+        Reconnect { conn: 1 },
         Create {
             thread: 1,
             parent: Some(0),
@@ -817,7 +870,11 @@ fn fixed_interleaving() {
             thread: 0,
             from_seq: 3,
         },
-        WsAppend { conn: 1, thread: 1 },
+        WsAppend {
+            conn: 1,
+            thread: 1,
+            key: None,
+        },
     ];
     for hold in [false, true] {
         let s = Scenario {

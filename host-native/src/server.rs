@@ -118,9 +118,12 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     Ok(())
 }
 
-async fn watch_signals(stop: CancellationToken) {
+/// Resolves on the next SIGINT or SIGTERM.
+async fn signal() {
     let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     };
     #[cfg(unix)]
     let term = async {
@@ -140,5 +143,14 @@ async fn watch_signals(stop: CancellationToken) {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+/// The first signal starts a graceful shutdown; a second one exits at once
+/// (what is committed stays committed; nothing else was acknowledged).
+async fn watch_signals(stop: CancellationToken) {
+    signal().await;
     stop.cancel();
+    signal().await;
+    tracing::warn!("second signal: exiting without waiting");
+    std::process::exit(130);
 }

@@ -36,6 +36,8 @@ pub use config::{
 pub use http::{HttpClient, HttpResponse};
 pub use jwt::{hmac_sha256_hex, sign_jwt};
 pub use server::{Server, Store};
+/// A raw WebSocket message, for [`WsClient::send`].
+pub use tokio_tungstenite::tungstenite::Message;
 pub use ws::{WsClient, WsMessage};
 
 use std::time::Duration;

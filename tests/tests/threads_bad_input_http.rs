@@ -7,14 +7,17 @@ use serde_json::{json, Value};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 
-fn cases() -> Vec<(
+/// (case, method, path, body, expected status, expected code)
+type Case = (
     &'static str,
     &'static str,
     String,
     Vec<u8>,
     u16,
     &'static str,
-)> {
+);
+
+fn cases() -> Vec<Case> {
     let body = |v: Value| v.to_string().into_bytes();
     let raw = |s: &str| s.as_bytes().to_vec();
     let events = "/v1/threads/thread-1/events".to_owned();

@@ -15,9 +15,14 @@ async fn valid_expired_and_forged_tokens() {
         "some-other-secret",
         &json!({"sub": "zoe", "exp": unix_now() + 3600}),
     );
-    let mut tampered = valid.clone();
-    tampered.pop();
-    tampered.push(if valid.ends_with('A') { 'B' } else { 'A' });
+    // The same signature over another payload (`sub` changed).
+    let other = sign_jwt(
+        JWT_SECRET,
+        &json!({"sub": "root", "exp": unix_now() + 3600}),
+    );
+    let signature = valid.rsplit('.').next().unwrap();
+    let (unsigned, _) = other.rsplit_once('.').unwrap();
+    let tampered = format!("{unsigned}.{signature}");
 
     // A valid token acts as its `sub`: the creator is the owner.
     let zoe = server.http(&valid);

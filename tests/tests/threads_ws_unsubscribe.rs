@@ -26,10 +26,14 @@ async fn unsubscribe_is_silent_and_stops_delivery() {
 
     // The server handles a connection's frames in order: a subscribe sent
     // after the unsubscribe is accepted (no conflict), which proves the
-    // unsubscribe took effect; then unsubscribe again.
+    // unsubscribe took effect.
     subscribe(&mut ws, "thread-1", None).await;
     ws.send_json(&json!({"type": "thread.unsubscribe", "threadId": "thread-1"}))
         .await;
+    // Likewise, once a later subscribe is confirmed, the unsubscribe before
+    // it has been handled.
+    create_thread(&alice, "fence").await;
+    subscribe(&mut ws, "fence", None).await;
 
     // Events on thread-1 are no longer delivered; thread-2 goes on.
     append(&alice, "thread-1", &run_started("run-1")).await;

@@ -38,7 +38,7 @@ pub(crate) fn handle(
     request: &HttpRequest<'_>,
 ) {
     let response = route(reg, cx, request);
-    cx.out.push(Output::Respond { req, response });
+    cx.out.push_unfenced(Output::Respond { req, response });
 }
 
 fn error(status: u16, message: &str) -> HttpResponse {
@@ -192,7 +192,7 @@ fn publish(
         let frame = frames::delivery(channel, &payload);
         let mut delivered = 0;
         for &conn in entry.subscribers.iter().filter(|&&c| Some(c) != excluded) {
-            cx.out.push(Output::Send {
+            cx.out.push_unfenced(Output::Send {
                 conn,
                 frame: frame.clone(),
             });

@@ -37,14 +37,14 @@ pub(crate) fn open(
     activity_timeout_s: u64,
 ) {
     let Some(app) = reg.app_by_key(app_key) else {
-        cx.out.push(Output::Close {
+        cx.out.push_unfenced(Output::Close {
             conn,
             code: CLOSE_UNKNOWN_APP,
         });
         return;
     };
     if reg.apps[app].is_full() {
-        cx.out.push(Output::Close {
+        cx.out.push_unfenced(Output::Close {
             conn,
             code: CLOSE_TRY_AGAIN,
         });
@@ -56,7 +56,7 @@ pub(crate) fn open(
         .channel_connections
         .entry(reg.apps[app].config.id.clone())
         .or_default() += 1;
-    cx.out.push(Output::Send {
+    cx.out.push_unfenced(Output::Send {
         conn,
         frame: frames::connection_established(&socket_id, activity_timeout_s),
     });
@@ -85,7 +85,7 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
     };
     if len > cx.limits.max_channel_message_bytes {
         socket.closing = true;
-        cx.out.push(Output::Close {
+        cx.out.push_unfenced(Output::Close {
             conn,
             code: CLOSE_TOO_BIG,
         });
@@ -94,11 +94,11 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
     let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
     if !socket.rate.allow(cx.now, limit, window_ms) {
         socket.closing = true;
-        cx.out.push(Output::Send {
+        cx.out.push_unfenced(Output::Send {
             conn,
             frame: frames::error(&rate_message(limit, window_ms)),
         });
-        cx.out.push(Output::Close {
+        cx.out.push_unfenced(Output::Close {
             conn,
             code: CLOSE_POLICY,
         });
@@ -135,7 +135,7 @@ fn rate_message(limit: u32, window_ms: u64) -> String {
 }
 
 fn reject(cx: &mut Ctx<'_>, conn: ConnId, channel: &str, message: &str) {
-    cx.out.push(Output::Send {
+    cx.out.push_unfenced(Output::Send {
         conn,
         frame: frames::subscription_error(channel, message),
     });
@@ -196,7 +196,7 @@ fn subscribe(
     let protocol = socket.protocol;
     if socket.channels.contains_key(channel) {
         let frame = frames::subscription_succeeded(protocol, channel);
-        return cx.out.push(Output::Send { conn, frame });
+        return cx.out.push_unfenced(Output::Send { conn, frame });
     }
     if socket.channels.len() >= cx.limits.max_channels {
         let message = format!("Channel limit exceeded ({})", cx.limits.max_channels);
@@ -212,7 +212,7 @@ fn subscribe(
     cx.metrics.channel_subscriptions += 1;
     match reg.join(app, channel, conn, identity.as_ref()) {
         Joined::Plain => {
-            cx.out.push(Output::Send {
+            cx.out.push_unfenced(Output::Send {
                 conn,
                 frame: frames::subscription_succeeded(protocol, channel),
             });
@@ -225,7 +225,7 @@ fn subscribe(
                 return;
             };
             let frame = frames::presence_succeeded(protocol, channel, presence.snapshot());
-            cx.out.push(Output::Send { conn, frame });
+            cx.out.push_unfenced(Output::Send { conn, frame });
             if let (true, Some(identity)) = (new_member, identity) {
                 let added = frames::member_added(
                     channel,
@@ -233,7 +233,7 @@ fn subscribe(
                     presence.info(&identity.user_id),
                 );
                 for &other in entry.subscribers.iter().filter(|&&c| c != conn) {
-                    cx.out.push(Output::Send {
+                    cx.out.push_unfenced(Output::Send {
                         conn: other,
                         frame: added.clone(),
                     });
@@ -271,7 +271,7 @@ fn leave(
     };
     let removed = frames::member_removed(channel, user);
     for &other in &entry.subscribers {
-        cx.out.push(Output::Send {
+        cx.out.push_unfenced(Output::Send {
             conn: other,
             frame: removed.clone(),
         });

@@ -6,7 +6,8 @@ use rusqlite::Connection;
 
 /// Every migration; the schema version is the number applied.
 const MIGRATIONS: &[&str] = &[
-    // 1: threads, events, grants, participants.
+    // 1: threads, events, grants, participants. Events keep a rowid: bodies
+    // reach 64 KiB, too large for a WITHOUT ROWID tree to stay compact.
     "CREATE TABLE threads (
         thread_id        TEXT PRIMARY KEY NOT NULL,
         parent_thread_id TEXT,
@@ -20,7 +21,7 @@ const MIGRATIONS: &[&str] = &[
         idempotency_key TEXT,
         json            TEXT NOT NULL,
         PRIMARY KEY (thread_id, seq)
-    ) WITHOUT ROWID;
+    );
     CREATE UNIQUE INDEX events_idempotency_key
         ON events (thread_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
     CREATE TABLE grants (

@@ -13,6 +13,9 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
+/// Read buffer of one socket, in bytes.
+const READ_BUFFER: usize = 8 * 1024;
+
 /// An upgraded server-side WebSocket.
 pub(crate) type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
@@ -119,7 +122,10 @@ impl Upgrade {
         if let Ok(accept) = HeaderValue::from_str(&self.accept) {
             headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
         }
+        // A small read buffer keeps idle sockets cheap (the protocol layer
+        // fills its whole read buffer); big messages just take more reads.
         let config = WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER)
             .max_message_size(Some(max_message))
             .max_frame_size(Some(max_message));
         let on_upgrade = self.on_upgrade;

@@ -10,6 +10,9 @@ use crate::store::{Backend, MemoryStore};
 
 use super::signature::auth_string;
 
+mod arbitrary_frames;
+mod presence_model;
+
 struct Harness {
     engine: Engine,
     now: Millis,

@@ -1,0 +1,103 @@
+// Bubble as an edge-worker module: `export default { fetch(request, env) }`
+// over the standard Request/Response APIs, plus WebSocket upgrades for
+// runtimes with a `WebSocketPair` (Cloudflare Workers and compatibles).
+//
+// The engine is the wasm build in ../pkg (wasm-bindgen `--target web`),
+// instantiated from `env.BUBBLE_WASM` (a WebAssembly.Module binding) when the
+// runtime provides one, from the file next to this module otherwise.
+// Configuration comes from `env.BUBBLE_CONFIG` (JSON with the keys of
+// bubble.toml, as a string or an object).
+
+import init, { Engine } from '../pkg/bubble_wasm.js';
+import { BubbleHost, MemoryLog, bearerToken, isEngineRoute } from './host.mjs';
+
+export { BubbleHost, MemoryLog, bearerToken, isEngineRoute };
+
+let ready = null;
+
+/** Instantiates the wasm engine once per isolate. */
+export function loadEngine(module) {
+  ready ??= (async () => {
+    await init({ module_or_path: await (module ?? wasmBytes()) });
+    return Engine;
+  })();
+  return ready;
+}
+
+async function wasmBytes() {
+  const url = new URL('../pkg/bubble_wasm_bg.wasm', import.meta.url);
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return readFile(url);
+  }
+  return fetch(url);
+}
+
+/**
+ * A Bubble over `options` ({config, seed, storage, now, …}, see BubbleHost)
+ * with `fetch(request)`: engine routes, and WebSocket upgrades where the
+ * runtime has a `WebSocketPair`.
+ */
+export async function createBubble(options = {}) {
+  const host = await BubbleHost.create(await loadEngine(options.wasm), options);
+  return {
+    host,
+    fetch: (request) => route(host, request),
+  };
+}
+
+function route(host, request) {
+  const url = new URL(request.url);
+  const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket';
+  if (upgrade && url.pathname === host.wsPath) {
+    const token = bearerToken(request.headers.get('authorization')) ?? url.searchParams.get('access_token');
+    return acceptPair((socket) => host.openThreads(socket, token));
+  }
+  if (upgrade && url.pathname === '/socket') {
+    const appKey = url.searchParams.get('appKey');
+    const refusal = host.channelHandshake(appKey);
+    if (refusal) return refusal;
+    return acceptPair((socket) => host.openChannels(socket, appKey, url.searchParams.get('protocol') === '2'));
+  }
+  if (isEngineRoute(url.pathname)) return host.handleHttp(request);
+  return new Response('Not Found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+}
+
+// Accepts a WebSocket with the runtime's WebSocketPair. Such runtimes answer
+// pings themselves and expose no Pong, so the host's pings are answered here
+// to keep the engine's heartbeat satisfied while the runtime holds the socket.
+function acceptPair(open) {
+  if (typeof globalThis.WebSocketPair !== 'function') {
+    return new Response('WebSocket upgrades need a runtime with WebSocketPair.', { status: 426 });
+  }
+  const [client, server] = Object.values(new globalThis.WebSocketPair());
+  server.accept();
+  let conn = null;
+  const socket = {
+    send: (text) => server.send(text),
+    ping: () => queueMicrotask(() => conn?.pong()),
+    close: (code) => server.close(code === 1006 ? 1011 : code),
+    queued: () => 0,
+    flushed: (callback) => setTimeout(callback, 0),
+  };
+  conn = open(socket);
+  server.addEventListener('message', (event) =>
+    typeof event.data === 'string' ? conn.text(event.data) : conn.binary(new Uint8Array(event.data)),
+  );
+  server.addEventListener('close', () => conn.closed());
+  server.addEventListener('error', () => conn.closed());
+  return new Response(null, { status: 101, webSocket: client });
+}
+
+let bubble = null;
+
+export default {
+  /** The worker entry point. */
+  async fetch(request, env = {}) {
+    bubble ??= createBubble({
+      wasm: env.BUBBLE_WASM,
+      config: typeof env.BUBBLE_CONFIG === 'string' ? JSON.parse(env.BUBBLE_CONFIG) : env.BUBBLE_CONFIG,
+    });
+    return (await bubble).fetch(request);
+  },
+};
