@@ -26,6 +26,8 @@ pub struct Ctx {
     pub pub_conns: usize,
     /// HTTP requests in flight per publisher connection.
     pub pipeline: usize,
+    /// Deliveries/s of the common fan-out step, if not the default.
+    pub common_rate: Option<f64>,
 }
 
 impl Ctx {

@@ -78,6 +78,10 @@ struct Args {
     /// HTTP requests in flight per publisher connection (1: no pipelining).
     #[arg(long, default_value_t = 1)]
     pipeline: usize,
+    /// Deliveries/s of the channel fan-out's common step, where the
+    /// search starts (default 100000).
+    #[arg(long)]
+    common_rate: Option<f64>,
     /// Do not pin the server and the generator to separate cores.
     #[arg(long)]
     no_pin: bool,
@@ -126,6 +130,7 @@ fn context(args: &Args) -> Ctx {
         gen_cores: gen_cpus.len().max(1),
         pub_conns: args.pub_conns.max(1),
         pipeline: args.pipeline.max(1),
+        common_rate: args.common_rate,
         step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),
     }
 }

@@ -237,6 +237,8 @@ pub fn run(plan: &Plan) -> Result<Report, PublishError> {
     let sched = |i: u64| start + (i as f64 * interval) as u64;
     rep.span_ns.0 = start;
     let n_conns = conns.len();
+    // Connections with something to do: a readiness event or a new send.
+    let mut touched = vec![true; n_conns];
     let mut i = 0u64;
     let mut drain_deadline = None;
     loop {
@@ -251,7 +253,9 @@ pub fn run(plan: &Plan) -> Result<Report, PublishError> {
                 if now - s > LATE_NS {
                     rep.late += 1;
                 }
-                let c = &mut conns[(i as usize) % n_conns];
+                let k = (i as usize) % n_conns;
+                touched[k] = true;
+                let c = &mut conns[k];
                 let t = &plan.targets[(i as usize) % plan.targets.len()];
                 rep.scheduled += 1;
                 if c.backlog() > plan.max_backlog {
@@ -280,9 +284,11 @@ pub fn run(plan: &Plan) -> Result<Report, PublishError> {
                 rep.span_ns.1 = now.max(sched(total));
             }
         }
-        for c in conns.iter_mut() {
-            read(c, &mut rep, now_ns(), &mut masker)?;
-            flush(c, plan.depth)?;
+        for (k, c) in conns.iter_mut().enumerate() {
+            if std::mem::take(&mut touched[k]) {
+                read(c, &mut rep, now_ns(), &mut masker)?;
+                flush(c, plan.depth)?;
+            }
         }
         let outstanding = conns.iter().any(Conn::outstanding);
         let timeout = if i >= total {
@@ -306,6 +312,11 @@ pub fn run(plan: &Plan) -> Result<Report, PublishError> {
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != ErrorKind::Interrupted {
                 return Err(e.into());
+            }
+        }
+        for ev in events.iter() {
+            if let Some(t) = touched.get_mut(ev.token().0) {
+                *t = true;
             }
         }
         timer.clear();

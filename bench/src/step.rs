@@ -256,8 +256,10 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
 /// The rates of a saturation search: from `start`, grows by `factor`
 /// while steps are sustainable (or shrinks by it until one is, when the
 /// first is not), then bisects twice between the last good and the first
-/// bad rate. A generator-bound step or a server that closed subscribers
-/// ends the search. `run` measures one rate at one step number.
+/// bad rate. A step whose generator was starved (a shared machine) is
+/// measured once more; a second generator-bound step, or a server that
+/// closed subscribers, ends the search. `run` measures one rate at one
+/// step number.
 pub fn search<E>(
     start: f64,
     factor: f64,
@@ -271,12 +273,22 @@ pub fn search<E>(
     let mut bad: Option<f64> = None;
     let mut rate = start;
     let room = |step: u8| (step as usize) < crate::stamp::MAX_STEPS;
+    let mut measure = |step: &mut u8, rate: f64, out: &mut Vec<StepResult>| -> Result<StepResult, E> {
+        let r = run(*step, rate)?;
+        *step += 1;
+        if r.valid || !room(*step) {
+            return Ok(r);
+        }
+        out.push(r);
+        let again = run(*step, rate)?;
+        *step += 1;
+        Ok(again)
+    };
     for _ in 0..max_moves.max(1) {
         if !room(step) {
             break;
         }
-        let r = run(step, rate)?;
-        step += 1;
+        let r = measure(&mut step, rate, &mut out)?;
         let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
         out.push(r);
         if stop {
@@ -302,8 +314,7 @@ pub fn search<E>(
                 break;
             }
             let mid = (g + b) / 2.0;
-            let r = run(step, mid)?;
-            step += 1;
+            let r = measure(&mut step, mid, &mut out)?;
             let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
             out.push(r);
             if stop {
@@ -317,6 +328,17 @@ pub fn search<E>(
         }
     }
     Ok(out)
+}
+
+/// The measurement at the search's starting rate (its last attempt, if
+/// the first was generator-bound). `steps` must not be empty.
+pub fn common(steps: &[StepResult]) -> &StepResult {
+    let first = &steps[0];
+    steps
+        .iter()
+        .rev()
+        .find(|s| s.target_rate == first.target_rate)
+        .unwrap_or(first)
 }
 
 /// The highest throughput among sustainable steps.

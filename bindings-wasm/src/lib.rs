@@ -56,6 +56,12 @@ fn conn(id: u32) -> ConnId {
     ConnId(u64::from(id))
 }
 
+impl WasmEngine {
+    fn handle(&mut self, now_ms: f64, input: Input<'_>) -> Result<(), JsValue> {
+        self.inner.handle(millis(now_ms), input).map_err(js::misuse)
+    }
+}
+
 #[wasm_bindgen(js_class = Engine)]
 impl WasmEngine {
     /// An engine from `config` (JSON with the keys of `bubble.toml`), drawing
@@ -82,23 +88,19 @@ impl WasmEngine {
         })
     }
 
-    fn handle(&mut self, now_ms: f64, input: Input<'_>) -> Result<(), JsValue> {
-        self.inner.handle(millis(now_ms), input).map_err(js::misuse)
-    }
-
     /// An HTTP request for an engine route (`/v1/threads…`, `/api/apps/…`);
     /// the answer comes out as a `respond` output echoing `req`.
     #[wasm_bindgen(js_name = handleHttp)]
     #[allow(clippy::too_many_arguments)]
     pub fn handle_http(
         &mut self,
-        now_ms: f64,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
         req: u32,
         method: &str,
         path: &str,
         query: &str,
         authorization: Option<String>,
-        idempotency_key: Option<String>,
+        #[wasm_bindgen(js_name = idempotencyKey)] idempotency_key: Option<String>,
         body: &[u8],
     ) -> Result<(), JsValue> {
         let request = HttpRequest {
@@ -122,8 +124,8 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = openThreads)]
     pub fn open_threads(
         &mut self,
-        now_ms: f64,
-        conn_id: u32,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
         token: Option<String>,
     ) -> Result<(), JsValue> {
         self.handle(
@@ -138,7 +140,10 @@ impl WasmEngine {
     /// Decides a `/socket` upgrade: `null` to accept, or the plain-text
     /// response `{status, contentType, body, retryAfter?}` to answer instead.
     #[wasm_bindgen(js_name = channelHandshake, unchecked_return_type = "HttpAnswer | null")]
-    pub fn channel_handshake(&self, app_key: Option<String>) -> JsValue {
+    pub fn channel_handshake(
+        &self,
+        #[wasm_bindgen(js_name = appKey)] app_key: Option<String>,
+    ) -> JsValue {
         match self.inner.channel_handshake(app_key.as_deref()) {
             Ok(()) => JsValue::NULL,
             Err(response) => js::response(response),
@@ -149,9 +154,9 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = openChannels)]
     pub fn open_channels(
         &mut self,
-        now_ms: f64,
-        conn_id: u32,
-        app_key: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+        #[wasm_bindgen(js_name = appKey)] app_key: &str,
         protocol2: bool,
     ) -> Result<(), JsValue> {
         let protocol = if protocol2 {
@@ -170,7 +175,12 @@ impl WasmEngine {
     }
 
     /// A text frame from a client.
-    pub fn frame(&mut self, now_ms: f64, conn_id: u32, text: &str) -> Result<(), JsValue> {
+    pub fn frame(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+        text: &str,
+    ) -> Result<(), JsValue> {
         self.handle(
             now_ms,
             Input::Frame {
@@ -182,7 +192,12 @@ impl WasmEngine {
 
     /// A binary frame from a client (answered as the protocols say).
     #[wasm_bindgen(js_name = binaryFrame)]
-    pub fn binary_frame(&mut self, now_ms: f64, conn_id: u32, bytes: &[u8]) -> Result<(), JsValue> {
+    pub fn binary_frame(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+        bytes: &[u8],
+    ) -> Result<(), JsValue> {
         self.handle(
             now_ms,
             Input::Frame {
@@ -193,7 +208,11 @@ impl WasmEngine {
     }
 
     /// A WebSocket Pong arrived.
-    pub fn pong(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+    pub fn pong(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+    ) -> Result<(), JsValue> {
         self.handle(
             now_ms,
             Input::Pong {
@@ -203,7 +222,11 @@ impl WasmEngine {
     }
 
     /// What was sent to the socket so far has been written (answers `wantDrained`).
-    pub fn drained(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+    pub fn drained(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+    ) -> Result<(), JsValue> {
         self.handle(
             now_ms,
             Input::Drained {
@@ -213,7 +236,11 @@ impl WasmEngine {
     }
 
     /// The socket is gone.
-    pub fn closed(&mut self, now_ms: f64, conn_id: u32) -> Result<(), JsValue> {
+    pub fn closed(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+    ) -> Result<(), JsValue> {
         self.handle(
             now_ms,
             Input::Closed {
@@ -223,7 +250,11 @@ impl WasmEngine {
     }
 
     /// Every batch up to and including `batch` is durable in the host's storage.
-    pub fn persisted(&mut self, now_ms: f64, batch: f64) -> Result<(), JsValue> {
+    pub fn persisted(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        batch: f64,
+    ) -> Result<(), JsValue> {
         let batch = BatchId(batch as u64);
         while let Some((id, _)) = self.pending.front() {
             if *id > batch {
@@ -239,7 +270,7 @@ impl WasmEngine {
     }
 
     /// The deadline from `pollTimeout` passed (early ticks are harmless).
-    pub fn tick(&mut self, now_ms: f64) -> Result<(), JsValue> {
+    pub fn tick(&mut self, #[wasm_bindgen(js_name = nowMs)] now_ms: f64) -> Result<(), JsValue> {
         self.handle(now_ms, Input::Tick)
     }
 

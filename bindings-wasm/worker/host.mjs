@@ -92,21 +92,33 @@ export class BubbleHost {
   async handleHttp(request) {
     const url = new URL(request.url);
     const body = new Uint8Array(await request.arrayBuffer());
-    const req = this.#nextReq++;
-    const answer = new Promise((resolve) => this.#requests.set(req, resolve));
-    this.#drive((now) =>
-      this.#engine.handleHttp(
-        now,
-        req,
-        request.method,
-        decodePath(url.pathname),
-        url.search.slice(1),
-        request.headers.get('authorization') ?? undefined,
-        request.headers.get('idempotency-key') ?? undefined,
-        body,
+    const answer = await new Promise((resolve) =>
+      this.request(
+        {
+          method: request.method,
+          path: decodePath(url.pathname),
+          query: url.search.slice(1),
+          authorization: request.headers.get('authorization') ?? undefined,
+          idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
+          body,
+        },
+        resolve,
       ),
     );
-    return toResponse(await answer);
+    return toResponse(answer);
+  }
+
+  /**
+   * The same, without Request/Response: `onAnswer({status, contentType, body,
+   * retryAfter?})` is called as soon as the engine answers (synchronously
+   * when nothing waits on storage).
+   */
+  request({ method, path, query = '', authorization, idempotencyKey, body = new Uint8Array() }, onAnswer) {
+    const req = this.#nextReq++;
+    this.#requests.set(req, onAnswer);
+    this.#drive((now) =>
+      this.#engine.handleHttp(now, req, method, path, query, authorization, idempotencyKey, body),
+    );
   }
 
   /** Decides a `/socket` upgrade: null to accept, else the Response to send. */

@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::driver::{self, Command};
+use crate::driver::{self, Command, Home};
 use crate::http::{self, Host};
 use crate::persist::Stats;
 use crate::store::{self, StoreSpec};
@@ -39,12 +39,13 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-pub async fn serve(settings: Settings) -> Result<(), ServeError> {
+async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     let opened = store::open(&settings.store)?;
     tracing::info!(store = %settings.store, threads = opened.snapshot.threads.len(), "store opened");
     let stats = Arc::new(Stats::default());
     let inline = settings.store == StoreSpec::Memory;
     let running = driver::spawn(
+        home,
         settings.engine.clone(),
         opened.snapshot,
         opened.reader,
@@ -75,7 +76,7 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
-    tracing::info!(%addr, ws_path = %settings.ws_path, "listening");
+    tracing::info!(%addr, ws_path = %settings.ws_path, engine = ?home, "listening");
     if settings.dev {
         eprintln!("{}", settings.dev_banner(&base));
     }
@@ -106,16 +107,33 @@ pub async fn serve(settings: Settings) -> Result<(), ServeError> {
     }
     let _ = running.inbox.send(Command::Stop).await;
     drop(host);
-    let threads = tokio::task::spawn_blocking(move || {
-        let _ = running.engine.join();
-        // The worker ends once every batch handed to it is committed.
-        if let Some(worker) = running.worker {
-            let _ = worker.join();
-        }
-    });
-    let _ = threads.await;
+    running.engine.join().await;
+    // The worker ends once every batch handed to it is committed.
+    if let Some(worker) = running.worker {
+        let _ = tokio::task::spawn_blocking(move || worker.join()).await;
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Runs the server to completion on a runtime sized to the machine: with
+/// one core, one thread runs the sockets and the engine together; with
+/// more, the engine has its own thread and the sockets share the rest.
+pub fn run(settings: Settings) -> Result<(), ServeError> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if cores == 1 {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io("starting the runtime"))?;
+        tokio::task::LocalSet::new().block_on(&runtime, serve(settings, Home::Local))
+    } else {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(io("starting the runtime"))?;
+        runtime.block_on(serve(settings, Home::Thread))
+    }
 }
 
 /// Resolves on the next SIGINT or SIGTERM.

@@ -43,6 +43,7 @@ fn cases() -> Vec<(&'static str, Bad, &'static str, Scope)> {
         ("fromSeq negative", text(r#"{"type":"thread.subscribe","threadId":"thread-1","fromSeq":-3}"#), "invalid_request", Thread("thread-1")),
         ("fromSeq fractional", text(r#"{"type":"thread.subscribe","threadId":"thread-1","fromSeq":1.5}"#), "invalid_request", Thread("thread-1")),
         ("fromSeq string", text(r#"{"type":"thread.subscribe","threadId":"thread-1","fromSeq":"1"}"#), "invalid_request", Thread("thread-1")),
+        ("fromSeq null", text(r#"{"type":"thread.subscribe","threadId":"thread-1","fromSeq":null}"#), "invalid_request", Thread("thread-1")),
         ("append without event", text(r#"{"type":"thread.append","threadId":"thread-1"}"#), "invalid_request", Thread("thread-1")),
         ("event not an object", append(json!("run_started")), "invalid_request", Thread("thread-1")),
         ("event without type", append(json!({"runId": "r"})), "invalid_request", Thread("thread-1")),

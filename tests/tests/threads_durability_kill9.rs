@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bubble_tests::threads::{create_thread, message_part, page_all};
-use bubble_tests::{Server, ALICE, TEST_CONFIG};
+use bubble_tests::{Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
 use serde_json::Value;
 
 const WRITERS: usize = 4;
@@ -50,7 +50,13 @@ async fn no_acknowledged_event_is_lost() {
 
     // Kill once a good number of appends has been acknowledged, while the
     // writers are still going.
+    let deadline = tokio::time::Instant::now() + HANG_TIMEOUT * 3;
     while acked_count.load(Ordering::SeqCst) < 300 {
+        assert!(
+            writers.iter().all(|w| !w.is_finished()),
+            "a writer stopped before the kill"
+        );
+        assert!(tokio::time::Instant::now() < deadline, "appends hang");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     server.kill9();

@@ -36,6 +36,14 @@ pub struct FanoutShape {
 impl FanoutShape {
     /// The shape of issue 5 (or a tiny one for smoke runs).
     pub fn for_ctx(ctx: &Ctx) -> Self {
+        let mut shape = Self::default_for(ctx);
+        if let Some(r) = ctx.common_rate {
+            shape.common_rate = r;
+        }
+        shape
+    }
+
+    fn default_for(ctx: &Ctx) -> Self {
         if ctx.smoke {
             FanoutShape {
                 subs: 40,
@@ -177,7 +185,7 @@ pub fn measure(ctx: &Ctx, server: &Server, shape: &FanoutShape) -> Result<Fanout
             server.name
         )));
     }
-    let common = steps[0].clone();
+    let common = step::common(&steps).clone();
     let generator_bound = steps.last().is_some_and(|s| !s.valid);
     Ok(FanoutRun {
         server: server.name,

@@ -99,8 +99,8 @@ pub(crate) enum Command {
 pub(crate) struct Running {
     /// The engine's inbox.
     pub(crate) inbox: mpsc::Sender<Command>,
-    /// The engine thread; it ends after [`Command::Stop`].
-    pub(crate) engine: std::thread::JoinHandle<()>,
+    /// The engine task; it ends after [`Command::Stop`].
+    pub(crate) engine: EngineJoin,
     /// The persistence worker; it ends once the engine thread ended and
     /// every batch handed to it is committed.
     pub(crate) worker: Option<std::thread::JoinHandle<()>>,
@@ -130,9 +130,44 @@ struct Driver {
     durable: Option<BatchId>,
 }
 
-/// Starts the engine on its own thread (the engine reads history through a
-/// blocking store, so it lives off the async workers).
+/// Where the engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Home {
+    /// On its own thread (the sockets use the other cores).
+    Thread,
+    /// As a task of the current thread's `LocalSet`: with one core, the
+    /// engine and the sockets share a thread and hand work over without
+    /// thread switches.
+    Local,
+}
+
+/// The engine task's end, awaited at shutdown.
+pub(crate) enum EngineJoin {
+    /// The engine thread.
+    Thread(std::thread::JoinHandle<()>),
+    /// The local task.
+    Local(tokio::task::JoinHandle<()>),
+}
+
+impl EngineJoin {
+    /// Waits for the engine task to end.
+    pub(crate) async fn join(self) {
+        match self {
+            EngineJoin::Thread(thread) => {
+                let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+            }
+            EngineJoin::Local(task) => {
+                let _ = task.await;
+            }
+        }
+    }
+}
+
+/// Starts the engine at `home` (it reads history through a blocking store
+/// and is not `Send`, so it stays where it is built) and, unless writes are
+/// applied inline, the persistence worker.
 pub(crate) fn spawn(
+    home: Home,
     config: Config,
     snapshot: Snapshot,
     reader: Box<dyn EventStore + Send>,
@@ -142,9 +177,6 @@ pub(crate) fn spawn(
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let (persister, worker) = if inline_persist {
         (Persister::Inline(writer), None)
@@ -152,47 +184,59 @@ pub(crate) fn spawn(
         let (persister, thread) = Persister::worker(writer, done_tx, stats.clone())?;
         (persister, Some(thread))
     };
-    let (started_tx, started_rx) = std::sync::mpsc::channel();
-    let handle = std::thread::Builder::new()
-        .name("bubble-engine".into())
-        .spawn(move || {
-            // The engine is built here because it does not leave its thread.
-            let engine = match Engine::new(config, seed, snapshot, reader) {
-                Ok(engine) => engine,
-                Err(misuse) => {
-                    let _ = started_tx.send(Err(misuse.to_string()));
-                    return;
-                }
-            };
-            let _ = started_tx.send(Ok(()));
-            let driver = Driver {
-                engine,
-                conns: HashMap::new(),
-                pending: HashMap::new(),
-                next_req: 0,
-                persister,
-                stats,
-                shutting_down: false,
-                last_now: Millis(0),
-                closing: Vec::new(),
-                durable: None,
-            };
-            runtime.block_on(driver.run(inbox, done_rx));
+    let build = move || {
+        let engine = Engine::new(config, seed, snapshot, reader).map_err(|misuse| {
+            std::io::Error::other(format!("the store's snapshot was refused: {misuse}"))
         })?;
-    match started_rx.recv() {
-        Ok(Ok(())) => Ok(Running {
-            inbox: inbox_tx,
-            engine: handle,
-            worker,
-        }),
-        Ok(Err(why)) => Err(std::io::Error::other(format!(
-            "the store's snapshot was refused: {why}"
-        ))),
-        Err(_) => Err(std::io::Error::other("the engine thread died at start-up")),
-    }
+        Ok::<_, std::io::Error>(Driver::new(engine, persister, stats))
+    };
+    let engine = match home {
+        Home::Local => EngineJoin::Local(tokio::task::spawn_local(build()?.run(inbox, done_rx))),
+        Home::Thread => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()?;
+            let (started_tx, started_rx) = std::sync::mpsc::channel();
+            let thread = std::thread::Builder::new()
+                .name("bubble-engine".into())
+                .spawn(move || match build() {
+                    Ok(driver) => {
+                        let _ = started_tx.send(Ok(()));
+                        runtime.block_on(driver.run(inbox, done_rx));
+                    }
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e));
+                    }
+                })?;
+            started_rx
+                .recv()
+                .map_err(|_| std::io::Error::other("the engine thread died at start-up"))??;
+            EngineJoin::Thread(thread)
+        }
+    };
+    Ok(Running {
+        inbox: inbox_tx,
+        engine,
+        worker,
+    })
 }
 
 impl Driver {
+    fn new(engine: Engine, persister: Persister, stats: Arc<Stats>) -> Driver {
+        Driver {
+            engine,
+            conns: HashMap::new(),
+            pending: HashMap::new(),
+            next_req: 0,
+            persister,
+            stats,
+            shutting_down: false,
+            last_now: Millis(0),
+            closing: Vec::new(),
+            durable: None,
+        }
+    }
+
     fn now(&mut self) -> Millis {
         // The engine's timers assume time never goes backwards.
         self.last_now = self.last_now.max(wall_clock());
