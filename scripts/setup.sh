@@ -10,6 +10,7 @@ rustup target add wasm32-unknown-unknown >/dev/null
 need_apt=()
 command -v chromium >/dev/null || need_apt+=(chromium)
 [ -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || need_apt+=(nginx-light libnginx-mod-nchan)
+command -v wasm-objdump >/dev/null || need_apt+=(wabt)
 if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

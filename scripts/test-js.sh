@@ -18,4 +18,4 @@ cargo build -q -p bubble-server --bin bubble
 echo "== node --test (tests/js)"
 mkdir -p test-output
 cd tests/js
-node --test --test-concurrency=1 ./*.test.mjs
+node --test --test-concurrency=1 --test-timeout=180000 ./*.test.mjs

@@ -210,6 +210,7 @@ async function main() {
   for (const b of document.querySelectorAll('.modes button')) b.onclick = () => switchMode(b.dataset.mode);
   startLive();
   restart();
+  setPlaying(true);
   document.body.dataset.ready = 'true';
   requestAnimationFrame(frame);
 }

@@ -51,7 +51,7 @@ export class Timeline {
     const item = el(
       'li',
       { class: `msg ${who.kind}` },
-      el('div', { class: 'avatar', 'data-kind': who.kind }, who.name[0]),
+      el('div', { class: 'avatar', 'data-kind': who.kind }, who.name[0].toUpperCase()),
       el(
         'div',
         { class: 'bubble' },

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::publisher::{Plan, Target, Transport};
+use crate::servers::Pin;
 
 /// Shared settings of a benchmark run.
 #[derive(Debug, Clone)]
@@ -28,9 +29,20 @@ pub struct Ctx {
     pub pipeline: usize,
     /// Deliveries/s of the common fan-out step, if not the default.
     pub common_rate: Option<f64>,
+    /// Pin Bubble after it started rather than from exec.
+    pub pin_after_start: bool,
 }
 
 impl Ctx {
+    /// How Bubble is confined to the server core.
+    pub fn bubble_pin(&self) -> Pin {
+        match (self.server_core, self.pin_after_start) {
+            (None, _) => Pin::Off,
+            (Some(c), false) => Pin::Exec(c),
+            (Some(c), true) => Pin::AfterStart(c),
+        }
+    }
+
     /// Worker threads for subscriber pools: one per generator core.
     pub fn workers(&self) -> usize {
         self.gen_cores.max(1)

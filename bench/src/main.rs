@@ -82,6 +82,10 @@ struct Args {
     /// search starts (default 100000).
     #[arg(long)]
     common_rate: Option<f64>,
+    /// Start Bubble on every core and move it to the server core once it
+    /// listens (it then sizes its runtime for the whole machine).
+    #[arg(long)]
+    pin_after_start: bool,
     /// Do not pin the server and the generator to separate cores.
     #[arg(long)]
     no_pin: bool,
@@ -131,6 +135,7 @@ fn context(args: &Args) -> Ctx {
         pub_conns: args.pub_conns.max(1),
         pipeline: args.pipeline.max(1),
         common_rate: args.common_rate,
+        pin_after_start: args.pin_after_start,
         step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),
     }
 }

@@ -181,3 +181,23 @@ pub fn create_thread(addr: SocketAddr, id: &str) -> Result<(), SetupError> {
     }
     Ok(())
 }
+
+/// The value of counter or gauge `name` on the server's `/metrics`, if it
+/// has one.
+pub fn metric(addr: SocketAddr, name: &str) -> Option<u64> {
+    let (status, body) = crate::http::request(addr, "GET", "/metrics", "", b"").ok()?;
+    if status != 200 {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&body);
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map(|v| v as u64)
+}

@@ -23,7 +23,7 @@ use crate::stamp::{self, STAMP_LEN};
 use crate::ws::{self, Handshake, Masker};
 
 /// A send later than this behind its schedule counts as late; a step with
-/// more than 1% late sends has a generator that fell behind.
+/// more than 5% late sends has a generator that fell behind.
 pub const LATE_NS: u64 = 5_000_000;
 
 /// How requests travel.

@@ -45,6 +45,19 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError
     move |source| ServerError::Io { what, source }
 }
 
+/// How the server is confined to its core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pin {
+    /// Not at all.
+    Off,
+    /// From exec on: the server sees one core and sizes itself for it.
+    Exec(usize),
+    /// After it started: the server sizes itself for every core of the
+    /// machine (e.g. picks a multi-threaded runtime), then all its threads
+    /// are moved to the one core.
+    AfterStart(usize),
+}
+
 /// Which store Bubble runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Store {
@@ -155,7 +168,7 @@ fn confine(cmd: &mut Command, core: Option<usize>) {
 }
 
 /// Starts `bubble serve` on an ephemeral port with `store`.
-pub fn start_bubble(bin: &Path, store: Store, core: Option<usize>) -> Result<Server, ServerError> {
+pub fn start_bubble(bin: &Path, store: Store, pin: Pin) -> Result<Server, ServerError> {
     if !bin.exists() {
         return Err(ServerError::Start(format!(
             "{} not found; build it with `cargo build --release -p bubble-server`",
@@ -204,7 +217,14 @@ max_subscriptions = 100000
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
-    confine(&mut cmd, core);
+    confine(
+        &mut cmd,
+        if let Pin::Exec(c) = pin {
+            Some(c)
+        } else {
+            None
+        },
+    );
     let mut child = cmd
         .spawn()
         .map_err(io_err(format!("spawn {}", bin.display())))?;
@@ -230,6 +250,9 @@ max_subscriptions = 100000
                 .parse()
                 .map_err(|_| ServerError::Start(format!("bad listening line address {addr}")))?;
             server.addr = addr;
+            if let Pin::AfterStart(core) = pin {
+                pin_threads(server.child.id(), core).map_err(io_err("pin the server's threads"))?;
+            }
             Ok(server)
         }
         Err(_) => Err(ServerError::Start(format!(
@@ -293,4 +316,26 @@ pub fn start_nchan(conf: &Path, core: Option<usize>) -> Result<Server, ServerErr
         std::thread::sleep(Duration::from_millis(25));
     }
     Err(ServerError::Start("nginx did not start listening".into()))
+}
+
+/// Moves every thread of `pid` to `core`.
+fn pin_threads(pid: u32, core: usize) -> std::io::Result<()> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: a zeroed cpu_set_t is valid; the call only reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(core, &mut set);
+            if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use crate::servers::Server;
 pub const GEN_SATURATED: f64 = 0.95;
 /// More late sends (over `publisher::LATE_NS`) than this share makes a
 /// step invalid.
-pub const MAX_LATE: f64 = 0.01;
+pub const MAX_LATE: f64 = 0.05;
 /// Delivery ratio a sustainable step must reach.
 pub const MIN_RATIO: f64 = 0.999;
 
@@ -273,17 +273,18 @@ pub fn search<E>(
     let mut bad: Option<f64> = None;
     let mut rate = start;
     let room = |step: u8| (step as usize) < crate::stamp::MAX_STEPS;
-    let mut measure = |step: &mut u8, rate: f64, out: &mut Vec<StepResult>| -> Result<StepResult, E> {
-        let r = run(*step, rate)?;
-        *step += 1;
-        if r.valid || !room(*step) {
-            return Ok(r);
-        }
-        out.push(r);
-        let again = run(*step, rate)?;
-        *step += 1;
-        Ok(again)
-    };
+    let mut measure =
+        |step: &mut u8, rate: f64, out: &mut Vec<StepResult>| -> Result<StepResult, E> {
+            let r = run(*step, rate)?;
+            *step += 1;
+            if r.valid || !room(*step) {
+                return Ok(r);
+            }
+            out.push(r);
+            let again = run(*step, rate)?;
+            *step += 1;
+            Ok(again)
+        };
     for _ in 0..max_moves.max(1) {
         if !room(step) {
             break;

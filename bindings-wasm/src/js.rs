@@ -2,7 +2,7 @@
 //! errors that carry a `.code`.
 
 use bubble_core::http::HttpResponse;
-use bubble_core::{Misuse, Output};
+use bubble_core::{BatchId, ConnId, Misuse, Output};
 use js_sys::{Object, Reflect, JSON};
 use wasm_bindgen::JsValue;
 
@@ -52,10 +52,20 @@ pub(crate) fn response(r: HttpResponse) -> JsValue {
     object(&fields)
 }
 
-/// One output as `{kind, …}`; `writes` is the batch's writes already
-/// converted by the caller (see `writes::to_json`).
-pub(crate) fn output(out: Output, writes: Option<JsValue>) -> JsValue {
-    let conn = |c: bubble_core::ConnId| JsValue::from(c.0 as f64);
+/// `{kind: 'persist', batch, writes}`, with the writes already converted
+/// (see `writes::to_json`).
+pub(crate) fn persist(batch: BatchId, writes: JsValue) -> JsValue {
+    object(&[
+        ("kind", "persist".into()),
+        ("batch", JsValue::from(batch.0 as f64)),
+        ("writes", writes),
+    ])
+}
+
+/// One output as `{kind, …}`. A `persist` output built here carries no
+/// writes: callers convert those with [`persist`].
+pub(crate) fn output(out: Output) -> JsValue {
+    let conn = |c: ConnId| JsValue::from(c.0 as f64);
     match out {
         Output::Send { conn: c, frame } => object(&[
             ("kind", "send".into()),
@@ -74,11 +84,7 @@ pub(crate) fn output(out: Output, writes: Option<JsValue>) -> JsValue {
             let _ = Reflect::set(&obj, &"req".into(), &JsValue::from(req.0 as f64));
             obj
         }
-        Output::Persist { batch, .. } => object(&[
-            ("kind", "persist".into()),
-            ("batch", JsValue::from(batch.0 as f64)),
-            ("writes", writes.unwrap_or(JsValue::UNDEFINED)),
-        ]),
+        Output::Persist { batch, .. } => persist(batch, JsValue::UNDEFINED),
         Output::WantDrained { conn: c } => {
             object(&[("kind", "wantDrained".into()), ("conn", conn(c))])
         }

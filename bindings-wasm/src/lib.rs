@@ -282,18 +282,12 @@ impl WasmEngine {
             return Ok(JsValue::UNDEFINED);
         };
         let Output::Persist { batch, writes } = out else {
-            return Ok(js::output(out, None));
+            return Ok(js::output(out));
         };
         let json = writes::to_json(&writes).map_err(|e| js::error("internal", e))?;
         let list = js::parse_json(&json)?;
         self.pending.push_back((batch, writes));
-        Ok(js::output(
-            Output::Persist {
-                batch,
-                writes: Vec::new(),
-            },
-            Some(list),
-        ))
+        Ok(js::persist(batch, list))
     }
 
     /// When to call `tick` next (milliseconds since the epoch), or `undefined`.

@@ -148,6 +148,9 @@ struct FileHeartbeat {
     pong_timeout_ms: Option<u64>,
 }
 
+/// Paths the server answers itself, which `ws_path` cannot take.
+const RESERVED_PATHS: [&str; 5] = ["/", "/socket", "/healthz", "/readyz", "/metrics"];
+
 /// The dev config's bearer tokens: `(token, principal)`.
 pub const DEV_TOKENS: [(&str, &str); 3] = [
     ("dev-alice", "alice"),
@@ -224,9 +227,14 @@ impl Settings {
             .clone()
             .or(file.ws_path.clone())
             .unwrap_or_else(|| "/v1/ws".into());
-        if !ws_path.starts_with('/') || bubble_core::http::is_engine_route(&ws_path) {
+        if !ws_path.starts_with('/')
+            || ws_path.contains(['?', '#', '{', '}', '*'])
+            || RESERVED_PATHS.contains(&ws_path.as_str())
+            || bubble_core::http::is_engine_route(&ws_path)
+        {
             return Err(ConfigError::Invalid(format!(
-                "ws_path {ws_path:?} must start with '/' and not be under /v1/threads or /api/apps"
+                "ws_path {ws_path:?} must be a plain path starting with '/', \
+                 other than / /socket /healthz /readyz /metrics and not under /v1/threads or /api/apps"
             )));
         }
         let defaults = Heartbeat::default();
@@ -389,6 +397,21 @@ mod tests {
         assert_eq!(s.engine.heartbeat, Heartbeat::default());
         assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
         assert_eq!(s.engine.apps.len(), 1);
+    }
+
+    #[test]
+    fn ws_path_cannot_shadow_other_routes() {
+        for bad in ["/socket", "/healthz", "v1/ws", "/v1/threads/ws", "/ws/{id}"] {
+            let mut a = args();
+            a.ws_path = Some(bad.into());
+            assert!(
+                matches!(Settings::load(&a), Err(ConfigError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        let mut a = args();
+        a.ws_path = Some("/ws".into());
+        assert_eq!(Settings::load(&a).unwrap().ws_path, "/ws");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Bubble's native server: an axum + tokio host for the engine of
 //! `bubble-core`, with an embedded SQLite store.
 //!
-//! The host moves bytes and decides nothing the protocol defines. One
-//! thread owns the [`bubble_core::Engine`] and is fed every socket event,
-//! HTTP request and timer through one bounded inbox; a persistence worker
+//! The host moves bytes and decides nothing the protocol defines. One task
+//! owns the [`bubble_core::Engine`] and is fed every socket event, HTTP
+//! request and timer through one bounded inbox; a persistence worker
 //! makes the engine's write batches durable (group commit) and reports them
 //! back; each WebSocket has a task with a bounded outbound queue.
 

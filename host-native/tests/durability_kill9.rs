@@ -1,7 +1,8 @@
-//! An append acknowledged with 201 survives `kill -9` of the server: many
-//! clients append concurrently, the server is killed mid-load, and after a
-//! restart on the same SQLite file every acknowledged event is there, at its
-//! seq, with no gap.
+//! An append acknowledged to anyone (HTTP 201, or delivered to a
+//! subscriber) survives `kill -9` of the server: many clients append
+//! concurrently while a WebSocket subscriber watches, the server is killed
+//! mid-load, and after a restart on the same SQLite file every acknowledged
+//! or delivered event is there, at its seq, with no gap.
 
 mod support;
 
@@ -9,8 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use support::{http, request, Bubble, HANG_TIMEOUT};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
 
 const CLIENTS: usize = 16;
 /// Acknowledged appends to wait for before the kill.
@@ -38,6 +42,39 @@ async fn append_until_error(
             Ok(reply) => panic!("append answered {}: {}", reply.status, reply.text),
             // The server was killed: this append was never acknowledged.
             Err(_) => return,
+        }
+    }
+}
+
+/// Subscribes from seq 1 and records every delivered event until the
+/// connection breaks.
+async fn watch(
+    url: String,
+    delivered: Arc<Mutex<Vec<(u64, String)>>>,
+    subscribed: Arc<AtomicBool>,
+) {
+    let mut req = url.into_client_request().expect("request");
+    req.headers_mut()
+        .insert("authorization", "Bearer dev-alice".parse().expect("header"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(req)
+        .await
+        .expect("connect");
+    let subscribe = json!({ "type": "thread.subscribe", "threadId": THREAD, "fromSeq": 1 });
+    ws.send(Message::text(subscribe.to_string()))
+        .await
+        .expect("subscribe");
+    while let Some(Ok(msg)) = ws.next().await {
+        let Message::Text(text) = msg else { continue };
+        let frame: Value = serde_json::from_str(&text).expect("json frame");
+        match frame["type"].as_str() {
+            Some("thread.subscription_opened") => subscribed.store(true, Ordering::Release),
+            Some("thread.event") => {
+                let event = &frame["event"];
+                let seq = event["seq"].as_u64().expect("seq");
+                let run = event["runId"].as_str().unwrap_or_default().to_owned();
+                delivered.lock().expect("lock").push((seq, run));
+            }
+            _ => panic!("unexpected frame {frame}"),
         }
     }
 }
@@ -84,6 +121,19 @@ async fn kill9_mid_load_loses_no_acknowledged_append() {
     .expect("create");
     assert_eq!(created.status, 201, "{}", created.text);
 
+    let delivered = Arc::new(Mutex::new(Vec::new()));
+    let subscribed = Arc::new(AtomicBool::new(false));
+    let watcher = tokio::spawn(watch(
+        server.ws_url("/v1/ws"),
+        delivered.clone(),
+        subscribed.clone(),
+    ));
+    let started = Instant::now();
+    while !subscribed.load(Ordering::Acquire) {
+        assert!(started.elapsed() < HANG_TIMEOUT, "no subscription_opened");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
     let acked = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let url = server.url(&format!("/v1/threads/{THREAD}/events"));
@@ -109,16 +159,12 @@ async fn kill9_mid_load_loses_no_acknowledged_append() {
     for worker in workers {
         worker.await.expect("worker");
     }
+    watcher.await.expect("watcher");
     let acked = std::mem::take(&mut *acked.lock().expect("lock"));
     assert!(acked.len() >= ACKED_BEFORE_KILL);
 
     let server = Bubble::start(dir.path(), &["--store", &store]);
     let events = all_events(&server).await;
-    eprintln!(
-        "{} appends acknowledged before the kill; {} events after restart",
-        acked.len(),
-        events.len()
-    );
     for (i, event) in events.iter().enumerate() {
         assert_eq!(
             event["seq"].as_u64(),
@@ -127,7 +173,22 @@ async fn kill9_mid_load_loses_no_acknowledged_append() {
         );
         assert_eq!(event["threadId"], THREAD);
     }
-    for (seq, run) in &acked {
+    let delivered = std::mem::take(&mut *delivered.lock().expect("lock"));
+    assert!(!delivered.is_empty(), "the subscriber saw no event");
+    eprintln!(
+        "{} appends acknowledged and {} delivered before the kill; {} events after restart",
+        acked.len(),
+        delivered.len(),
+        events.len()
+    );
+    for (i, (seq, _)) in delivered.iter().enumerate() {
+        assert_eq!(
+            *seq,
+            i as u64 + 1,
+            "the subscriber saw a gap or a duplicate"
+        );
+    }
+    for (seq, run) in acked.iter().chain(&delivered) {
         let index = usize::try_from(*seq - 1).expect("seq");
         let event = events.get(index).unwrap_or_else(|| {
             panic!(

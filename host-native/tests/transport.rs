@@ -208,3 +208,40 @@ async fn sigterm_closes_sockets_with_1001_and_exits_0() {
     .expect("get");
     assert_eq!(kept.status, 200, "{}", kept.text);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_ws_path_takes_the_bearer_from_the_query() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Bubble::start(dir.path(), &["--store", "memory", "--ws-path", "/ws"]);
+
+    let mut ws = ws_connect(&server.ws_url("/ws?access_token=dev-alice"), None).await;
+    let subscribe = json!({ "type": "thread.subscribe", "threadId": "missing" });
+    ws.send(Message::text(subscribe.to_string()))
+        .await
+        .expect("send");
+    let frame = tokio::time::timeout(HANG_TIMEOUT, ws.next())
+        .await
+        .expect("a frame");
+    let Some(Ok(Message::Text(text))) = frame else {
+        panic!("{frame:?}")
+    };
+    let frame: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(frame["code"], "not_found", "{frame}");
+
+    let mut anonymous = ws_connect(&server.ws_url("/ws"), None).await;
+    let frame = tokio::time::timeout(HANG_TIMEOUT, anonymous.next())
+        .await
+        .expect("a frame");
+    let Some(Ok(Message::Text(text))) = frame else {
+        panic!("{frame:?}")
+    };
+    let frame: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(frame["code"], "unauthorized", "{frame}");
+    assert_eq!(close_code(&mut anonymous).await, Some(1008));
+
+    // The default path is not served when another one is configured.
+    let plain = request(&http(), "GET", &server.url("/v1/ws"), None, "")
+        .await
+        .expect("get");
+    assert_eq!(plain.status, 404);
+}

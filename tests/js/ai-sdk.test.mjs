@@ -38,8 +38,8 @@ async function lastMessage(chunks) {
   return message;
 }
 
-for (const start of [startNative, startWorker]) {
-  describe(`AI SDK v6 round trip (${start.name})`, () => {
+for (const [name, start] of [['native server', startNative], ['worker module', startWorker]]) {
+  describe(`AI SDK v6 round trip (${name})`, () => {
     let host;
     before(async () => {
       host = await start();

@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { chromium } from 'playwright-core';
 
-import { REPO } from './lib/hosts.mjs';
+import { http } from './lib/clients.mjs';
+import { REPO, startNative, TOKENS } from './lib/hosts.mjs';
 
 const WWW = join(REPO, 'www');
 const OUTPUT = join(REPO, 'test-output');
@@ -56,6 +57,20 @@ function timelines(page) {
   );
 }
 
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+function launch() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+}
+
 describe('offline page in headless Chromium', () => {
   let site;
   let browser;
@@ -64,18 +79,7 @@ describe('offline page in headless Chromium', () => {
 
   before(async () => {
     site = await serveWww();
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launch();
     page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
     page.on('pageerror', (err) => errors.push(err.message));
     page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()));
@@ -135,5 +139,61 @@ describe('offline page in headless Chromium', () => {
     const first = await run('replay-1');
     assert.equal(await run('replay-1'), first);
     assert.notEqual(await run('replay-2'), first);
+  });
+});
+
+describe('live mode against bubble serve', () => {
+  let native;
+  let browser;
+
+  before(async () => {
+    native = await startNative();
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await native?.stop();
+  });
+
+  test('the served page follows a thread, sends, drops and resumes without loss', async () => {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    await page.goto(native.url);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+    await page.click('button[data-mode="live"]');
+    await page.fill('#live-token', TOKENS.alice);
+    await page.fill('#live-thread', 'live-1');
+    await page.click('#live-form button.primary');
+    await page.waitForSelector('#live-state[data-state="live"]');
+
+    await page.fill('#live-text', 'Hello from the page');
+    await page.click('#live-compose button');
+    await page.waitForFunction(() => document.querySelector('#live-timeline .msg.done .text')?.textContent === 'Hello from the page');
+
+    const say = (runId, delta) =>
+      ['run_started', 'message_part', 'run_finished'].reduce(
+        (p, type) =>
+          p.then(() =>
+            http(native.url, 'POST', '/v1/threads/live-1/events', {
+              token: TOKENS.alice,
+              body: type === 'message_part' ? { type, runId, part: { type: 'text-delta', id: 't', delta }, version: 'ai-sdk-v6' } : type === 'run_finished' ? { type, runId, status: 'completed' } : { type, runId },
+            }),
+          ),
+        Promise.resolve(),
+      );
+    await page.click('#live-drop');
+    await page.waitForSelector('#live-state[data-state="offline"]');
+    await say('while-away', 'Sent while the page was offline');
+    await page.click('#live-reconnect');
+    await page.waitForSelector('#live-state[data-state="live"]');
+    await say('after', 'Sent after the reconnect');
+    await page.waitForFunction(() => document.querySelectorAll('#live-timeline .msg.done').length === 3);
+
+    const seqs = await page.$$eval('#live-timeline [data-seq]', (els) => els.map((e) => Number(e.dataset.seq)));
+    const { body } = await http(native.url, 'GET', '/v1/threads/live-1', { token: TOKENS.alice });
+    assert.deepEqual(seqs, Array.from({ length: body.headSeq }, (_, i) => i + 1));
+    assert.equal(await page.locator('#live-timeline .resume').count(), 1);
+    assert.match(await page.textContent('#live-stats'), /0 missed · 0 duplicates/);
+    await page.screenshot({ path: join(OUTPUT, 'live-mode.png') });
   });
 });

@@ -14,6 +14,9 @@ use crate::scenarios::{kps, ms};
 use crate::servers::{self, Store};
 use crate::step::{self, StepEnv, StepResult};
 
+/// The server's counter of store transactions.
+const COMMITS: &str = "bubble_store_commits_total";
+
 /// Scenario 4.
 pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let (appenders, threads, start, growth) = if ctx.smoke {
@@ -24,7 +27,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut out = Vec::new();
     let mut parts = Vec::new();
     for store in [Store::Sqlite, Store::Memory] {
-        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.server_core)?;
+        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
         let tag = format!(
             "a{}x{}",
             std::process::id(),
@@ -43,6 +46,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
             gen_cores: ctx.gen_cores,
             p99_bound_ms: 20.0,
         };
+        let mut per_commit = Vec::new();
         let steps = step::search(
             start,
             1.5,
@@ -52,8 +56,21 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
                 let mut plan = ctx.plan(server.addr, Transport::Http, targets.clone(), rate, s);
                 plan.conns = appenders;
                 plan.drain = Duration::from_secs(20);
+                let commits_before = proto::metric(server.addr, COMMITS);
                 let r = step::ack_step(&env, &plan)?;
-                eprintln!("  appends {} step {s}: {}", store.name(), r.line());
+                let commits = proto::metric(server.addr, COMMITS)
+                    .zip(commits_before)
+                    .map(|(a, b)| a.saturating_sub(b));
+                let appends_per_commit = commits
+                    .filter(|&c| c > 0)
+                    .map(|c| r.completed as f64 / c as f64);
+                per_commit.push(json!({ "step": s, "commits": commits, "appends_per_commit": appends_per_commit }));
+                eprintln!(
+                    "  appends {} step {s}: {} appends/commit {}",
+                    store.name(),
+                    r.line(),
+                    appends_per_commit.map_or("n/a".into(), |v| format!("{v:.2}"))
+                );
                 if let Some(e) = &r.first_error {
                     eprintln!("  first error: {e}");
                 }
@@ -84,7 +101,14 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
                 ""
             }
         ));
-        out.push(json!({ "store": store.name(), "appenders": appenders, "threads": threads, "max_appends": max, "steps": steps }));
+        out.push(json!({
+            "store": store.name(),
+            "appenders": appenders,
+            "threads": threads,
+            "max_appends": max,
+            "steps": steps,
+            "commits": per_commit,
+        }));
     }
     println!(
         "appends ({} concurrent appenders): {}",

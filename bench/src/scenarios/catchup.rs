@@ -20,7 +20,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut runs = Vec::new();
     let mut parts = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
-        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.server_core)?;
+        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
         let id = format!("c{}x{}", std::process::id(), now_ns() % 1_000_000);
         proto::create_thread(server.addr, &id)?;
         let rate = 20_000.0;

@@ -198,7 +198,7 @@ pub fn measure(ctx: &Ctx, server: &Server, shape: &FanoutShape) -> Result<Fanout
 }
 
 fn bubble_run(ctx: &Ctx, shape: &FanoutShape) -> Result<FanoutRun, BenchError> {
-    let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.server_core)?;
+    let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?;
     measure(ctx, &server, shape).map_err(|e| with_log(e, &server))
 }
 

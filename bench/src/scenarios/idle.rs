@@ -81,7 +81,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     };
     let mut runs = Vec::new();
     {
-        let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.server_core)?;
+        let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?;
         runs.push(measure(ctx, &server, small, 1)?);
     }
     {
@@ -89,7 +89,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
         runs.push(measure(ctx, &server, small, 1)?);
     }
     if nofile >= large as u64 + FD_MARGIN {
-        let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.server_core)?;
+        let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?;
         runs.push(measure(ctx, &server, large, 4)?);
     } else {
         println!(

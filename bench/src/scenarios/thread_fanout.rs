@@ -121,7 +121,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut runs = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
         for ws in [false, true] {
-            let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.server_core)?;
+            let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
             runs.push(run_one(ctx, &server, store, ws)?);
         }
     }

@@ -1,4 +1,4 @@
-//! The engine task: one thread owns the [`Engine`] and drives it.
+//! The engine task: one task owns the [`Engine`] and drives it.
 //!
 //! Everything that happens (a socket opened, a frame, an HTTP request, a
 //! batch made durable, a timer) arrives as a [`Command`] on one bounded
@@ -191,7 +191,9 @@ pub(crate) fn spawn(
         Ok::<_, std::io::Error>(Driver::new(engine, persister, stats))
     };
     let engine = match home {
-        Home::Local => EngineJoin::Local(tokio::task::spawn_local(build()?.run(inbox, done_rx))),
+        Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(
+            build()?.run(inbox, done_rx),
+        ))),
         Home::Thread => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_time()
@@ -202,7 +204,7 @@ pub(crate) fn spawn(
                 .spawn(move || match build() {
                     Ok(driver) => {
                         let _ = started_tx.send(Ok(()));
-                        runtime.block_on(driver.run(inbox, done_rx));
+                        runtime.block_on(guarded(driver.run(inbox, done_rx)));
                     }
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
@@ -219,6 +221,21 @@ pub(crate) fn spawn(
         engine,
         worker,
     })
+}
+
+/// Runs the engine task; a panic in it ends the process (status 1) rather
+/// than leave a server that accepts requests nobody will answer. Nothing
+/// unacknowledged was acknowledged, and the next start reloads the store.
+async fn guarded(task: impl std::future::Future<Output = ()>) {
+    use futures_util::FutureExt as _;
+    if std::panic::AssertUnwindSafe(task)
+        .catch_unwind()
+        .await
+        .is_err()
+    {
+        tracing::error!("the engine task panicked: exiting");
+        std::process::exit(1);
+    }
 }
 
 impl Driver {

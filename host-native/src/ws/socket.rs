@@ -131,16 +131,23 @@ async fn pump(
     max_message: usize,
 ) -> End {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
+    // Built once: a fresh wait per turn would re-register with the token.
+    let mut killed = std::pin::pin!(kill.fired());
     loop {
         tokio::select! {
-            () = kill.fired() => return ours(kill),
+            () = &mut killed => return ours(kill),
             n = rx.recv_many(&mut batch, WRITE_BATCH) => {
                 if n == 0 {
-                    return End::Ours { code: 1001, sent: false };
+                    // The engine task let go of the socket: after a kill
+                    // (whose code wins) or when it stopped.
+                    return match kill.code() {
+                        0 => End::Ours { code: 1001, sent: false },
+                        _ => ours(kill),
+                    };
                 }
                 let written = tokio::select! {
                     biased;
-                    () = kill.fired() => return ours(kill),
+                    () = &mut killed => return ours(kill),
                     written = write_batch(ws, &mut batch, conn, host) => written,
                 };
                 match written {

@@ -13,8 +13,11 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
-/// Read buffer of one socket, in bytes.
-const READ_BUFFER: usize = 8 * 1024;
+/// Read buffer of one socket, in bytes. The protocol layer zero-fills it
+/// on every read attempt, which happens on every wake of the socket's task:
+/// small keeps idle sockets cheap and fan-out fast; a large client message
+/// just takes more reads.
+const READ_BUFFER: usize = 2 * 1024;
 
 /// An upgraded server-side WebSocket.
 pub(crate) type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
@@ -122,8 +125,6 @@ impl Upgrade {
         if let Ok(accept) = HeaderValue::from_str(&self.accept) {
             headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
         }
-        // A small read buffer keeps idle sockets cheap (the protocol layer
-        // fills its whole read buffer); big messages just take more reads.
         let config = WebSocketConfig::default()
             .read_buffer_size(READ_BUFFER)
             .max_message_size(Some(max_message))

@@ -55,14 +55,15 @@ export function toToml(config) {
   return `${lines.join('\n')}\n`;
 }
 
-/** `bubble serve` on an ephemeral port with an in-memory store. */
+/** `bubble serve` on an ephemeral port with an in-memory store, serving www/ at `/`. */
 export async function startNative(config = CONFIG) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
   const binary = process.env.BUBBLE_BIN ?? join(REPO, 'target/debug/bubble');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
-  const child = spawn(binary, ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory'], {
+  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory', '--www', join(REPO, 'www')];
+  const child = spawn(binary, args, {
     cwd: dir,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
