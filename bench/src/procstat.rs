@@ -63,11 +63,26 @@ pub fn children(pid: u32) -> Vec<u32> {
     out
 }
 
-/// CPU used by a set of processes over an interval.
+/// Nanoseconds the threads of `pid` have spent runnable but waiting for a
+/// CPU (`/proc/<pid>/task/*/schedstat`, second field).
+pub fn runqueue_wait_ns(pid: u32) -> u64 {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// CPU used by a set of processes over an interval, and the time their
+/// threads spent waiting for a CPU.
 #[derive(Debug, Clone)]
 pub struct CpuMeter {
     pids: Vec<u32>,
     start_cpu: f64,
+    start_wait: u64,
     start_ns: u64,
 }
 
@@ -75,10 +90,24 @@ impl CpuMeter {
     /// Starts measuring `pids`.
     pub fn start(pids: Vec<u32>) -> Self {
         let start_cpu = pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        let start_wait = pids.iter().map(|&p| runqueue_wait_ns(p)).sum();
         CpuMeter {
             pids,
             start_cpu,
+            start_wait,
             start_ns: crate::clock::now_ns(),
+        }
+    }
+
+    /// Run-queue waiting since `start`, in cores (1.0 = one thread always
+    /// runnable and never running).
+    pub fn waiting(&self) -> f64 {
+        let wait: u64 = self.pids.iter().map(|&p| runqueue_wait_ns(p)).sum();
+        let wall = crate::clock::now_ns() - self.start_ns;
+        if wall == 0 {
+            0.0
+        } else {
+            wait.saturating_sub(self.start_wait) as f64 / wall as f64
         }
     }
 

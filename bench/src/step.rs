@@ -13,6 +13,10 @@ pub const GEN_SATURATED: f64 = 0.95;
 /// More late sends (over `publisher::LATE_NS`) than this share makes a
 /// step invalid.
 pub const MAX_LATE: f64 = 0.05;
+/// Run-queue waiting of the generator's threads (in cores) above which a
+/// step is invalid: the generator's core was oversubscribed (by itself or by
+/// other processes) and it may not have read or sent in time.
+pub const GEN_MAX_WAIT: f64 = 0.25;
 /// Delivery ratio a sustainable step must reach.
 pub const MIN_RATIO: f64 = 0.999;
 
@@ -47,6 +51,10 @@ pub struct StepResult {
     pub server_cores: f64,
     /// Generator CPU, in cores.
     pub gen_cores: f64,
+    /// Time the server's threads were runnable but not running, in cores.
+    pub server_wait: f64,
+    /// Time the generator's threads were runnable but not running, in cores.
+    pub gen_wait: f64,
     /// Share of sends more than 5 ms behind schedule.
     pub late_share: f64,
     /// Send lateness, 99th percentile, ms.
@@ -71,7 +79,7 @@ impl StepResult {
     /// A one-line summary.
     pub fn line(&self) -> String {
         format!(
-            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms ack-p99 {:.2} ms server {:.2} cores gen {:.2} cores late {:.3} dropped {} load {:.1}{}{}",
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms ack-p99 {:.2} ms server {:.2} cores (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
             self.target_rate,
             self.throughput,
             self.ratio,
@@ -80,7 +88,9 @@ impl StepResult {
             self.p999_ms,
             self.ack_p99_ms,
             self.server_cores,
+            self.server_wait,
             self.gen_cores,
+            self.gen_wait,
             self.late_share,
             self.dropped,
             self.loadavg,
@@ -126,6 +136,7 @@ fn judge(
     completed: u64,
     hist: &hdrhistogram::Histogram<u64>,
     cores: (f64, f64),
+    waits: (f64, f64),
     closed: u64,
     last_ns: u64,
 ) -> StepResult {
@@ -144,7 +155,9 @@ fn judge(
     } else {
         rep.late as f64 / rep.scheduled as f64
     };
-    let valid = cores.1 < GEN_SATURATED * env.gen_cores as f64 && late_share <= MAX_LATE;
+    let valid = cores.1 < GEN_SATURATED * env.gen_cores as f64
+        && late_share <= MAX_LATE
+        && waits.1 <= GEN_MAX_WAIT;
     let sustainable = valid
         && ratio >= MIN_RATIO
         && p99 <= env.p99_bound_ms
@@ -166,6 +179,8 @@ fn judge(
         ack_p99_ms: percentiles(&rep.ack).1,
         server_cores: cores.0,
         gen_cores: cores.1,
+        server_wait: waits.0,
+        gen_wait: waits.1,
         late_share,
         late_p99_ms: percentiles(&rep.lateness).1,
         dropped: rep.dropped,
@@ -193,6 +208,7 @@ pub fn delivery_step(
     let gen_cpu = CpuMeter::start(vec![std::process::id()]);
     let rep = publisher::run(plan)?;
     let cores = (server_cpu.cores(), gen_cpu.cores());
+    let waits = (server_cpu.waiting(), gen_cpu.waiting());
     let expected = rep.scheduled * fanout;
     let mut last = (0u64, crate::clock::now_ns());
     let deadline = crate::clock::now_ns() + 10_000_000_000;
@@ -227,6 +243,7 @@ pub fn delivery_step(
         completed,
         &hist,
         cores,
+        waits,
         closed,
         last,
     ))
@@ -238,6 +255,7 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
     let gen_cpu = CpuMeter::start(vec![std::process::id()]);
     let rep = publisher::run(plan)?;
     let cores = (server_cpu.cores(), gen_cpu.cores());
+    let waits = (server_cpu.waiting(), gen_cpu.waiting());
     let hist = rep.ack.clone();
     Ok(judge(
         env,
@@ -248,6 +266,7 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
         rep.ok,
         &hist,
         cores,
+        waits,
         0,
         rep.last_ok_ns,
     ))

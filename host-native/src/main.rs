@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "bubble stopped");
             eprintln!("bubble: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

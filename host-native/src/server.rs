@@ -23,6 +23,9 @@ pub enum ServeError {
     /// The store could not be opened or loaded.
     #[error("store: {0}")]
     Store(#[from] bubble_core::store::StoreError),
+    /// Another server has the store open.
+    #[error("store: {0}")]
+    StoreLocked(#[from] store::lock::LockError),
     /// Binding, threads or the runtime failed.
     #[error("{context}: {source}")]
     Io {
@@ -33,6 +36,20 @@ pub enum ServeError {
     },
 }
 
+impl ServeError {
+    /// The process exit status for this error: 3 when the store is held by
+    /// another server, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ServeError::StoreLocked(_) => STORE_LOCKED_EXIT,
+            ServeError::Store(_) | ServeError::Io { .. } => 1,
+        }
+    }
+}
+
+/// The exit status when the store is in use by another server.
+pub const STORE_LOCKED_EXIT: u8 = 3;
+
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
     let context = context.into();
     move |source| ServeError::Io { context, source }
@@ -40,7 +57,10 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
 async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
-    let opened = store::open(&settings.store)?;
+    let opened = store::open(&settings.store).map_err(|e| match e {
+        store::OpenError::Locked(e) => ServeError::StoreLocked(e),
+        store::OpenError::Store(e) => ServeError::Store(e),
+    })?;
     tracing::info!(store = %settings.store, threads = opened.snapshot.threads.len(), "store opened");
     let stats = Arc::new(Stats::default());
     let inline = settings.store == StoreSpec::Memory;

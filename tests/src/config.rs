@@ -8,6 +8,9 @@ pub const BOB: &str = "token-bob";
 pub const CAROL: &str = "token-carol";
 /// Bearer token of `dave`.
 pub const DAVE: &str = "token-dave";
+/// Bearer token of `eve`, a principal only [`config_with_eve`] declares:
+/// one who holds no grant anywhere.
+pub const EVE: &str = "token-eve";
 /// Bearer token of `root`, an admin principal.
 pub const ROOT: &str = "token-root";
 /// The JWT HS256 secret of [`TEST_CONFIG`].
@@ -52,3 +55,8 @@ id = "app-1"
 key = "app-key"
 secret = "app-secret"
 "#;
+
+/// [`TEST_CONFIG`] plus the principal `eve` (token [`EVE`]).
+pub fn config_with_eve() -> String {
+    format!("{TEST_CONFIG}\n[[auth.tokens]]\ntoken = \"{EVE}\"\nprincipal = \"eve\"\n")
+}

@@ -31,7 +31,8 @@ mod ws;
 
 pub use binary::bubble_binary;
 pub use config::{
-    ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, CAROL, DAVE, JWT_SECRET, ROOT, TEST_CONFIG,
+    config_with_eve, ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, CAROL, DAVE, EVE, JWT_SECRET, ROOT,
+    TEST_CONFIG,
 };
 pub use http::{HttpClient, HttpResponse};
 pub use jwt::{hmac_sha256_hex, sign_jwt};

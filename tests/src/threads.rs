@@ -78,6 +78,15 @@ pub async fn grant(client: &HttpClient, thread: &str, principal: &str, role: &st
     body
 }
 
+/// Creates `thread` as alice (`owner`) and grants bob `thread_manager`,
+/// carol `member` and dave `reader`: one principal per role.
+pub async fn create_with_roles(alice: &HttpClient, thread: &str) {
+    create_thread(alice, thread).await;
+    grant(alice, thread, "bob", "thread_manager").await;
+    grant(alice, thread, "carol", "member").await;
+    grant(alice, thread, "dave", "reader").await;
+}
+
 /// Every event of `thread`, paged over HTTP with `limit` until `nextSeq`
 /// is null (the seed's catch-up loop). Returns the events and the seq to
 /// subscribe from next.

@@ -3,12 +3,11 @@
 //! (denial hiding), plus `unauthorized` without a valid bearer.
 
 use bubble_tests::threads::{
-    create_thread, error_code, grant, message_part, run_finished, run_started, tool_call_approval,
+    create_thread, create_with_roles, error_code, grant, message_part, run_finished, run_started,
+    tool_call_approval,
 };
-use bubble_tests::{HttpClient, Server, ALICE, BOB, CAROL, DAVE, ROOT, TEST_CONFIG};
+use bubble_tests::{config_with_eve, HttpClient, Server, ALICE, BOB, CAROL, DAVE, EVE, ROOT};
 use serde_json::{json, Value};
-
-const EVE: &str = "token-eve";
 
 /// The principals under test, by role on the thread.
 const ROLES: [(&str, &str, &str); 6] = [
@@ -33,18 +32,11 @@ enum Expect {
 
 use Expect::{Forbidden, Hidden, Ok as Allow};
 
-fn config() -> String {
-    format!("{TEST_CONFIG}\n[[auth.tokens]]\ntoken = \"{EVE}\"\nprincipal = \"eve\"\n")
-}
-
 /// A fresh thread owned by alice: bob thread_manager, carol member, dave
 /// reader; frank holds a reader grant and is a participant.
 async fn setup(server: &Server, id: &str) {
     let alice = server.http(ALICE);
-    create_thread(&alice, id).await;
-    grant(&alice, id, "bob", "thread_manager").await;
-    grant(&alice, id, "carol", "member").await;
-    grant(&alice, id, "dave", "reader").await;
+    create_with_roles(&alice, id).await;
     grant(&alice, id, "frank", "reader").await;
     let (status, body) = alice
         .post(
@@ -304,7 +296,7 @@ fn routes() -> Vec<(&'static str, Call, [Expect; 6])> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_role_on_every_route() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     for (n, (route, call, expects)) in routes().into_iter().enumerate() {
         for (i, (role, token, principal)) in ROLES.iter().enumerate() {
             let thread = format!("t{n}-{role}");
@@ -318,7 +310,7 @@ async fn every_role_on_every_route() {
 /// Leaving is allowed to any participant who can read the thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_reader_may_leave() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     let alice = server.http(ALICE);
     for (role, token, principal) in ROLES {
         let thread = format!("leave-{role}");
@@ -350,7 +342,7 @@ async fn every_reader_may_leave() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_shows_only_readable_threads() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     setup(&server, "listed").await;
     create_thread(&server.http(BOB), "bobs-own").await;
     for (role, token, _) in ROLES {
@@ -373,7 +365,7 @@ async fn list_shows_only_readable_threads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_requests_get_401() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     setup(&server, "t").await;
     let anonymous = server.http_anonymous();
     let bad = server.http("not-a-token");

@@ -5,18 +5,12 @@
 use bubble_tests::threads::{
     create_subthread, create_thread, error_code, grant, run_started, subscribe,
 };
-use bubble_tests::{Server, ALICE, BOB, CAROL, DAVE, TEST_CONFIG};
+use bubble_tests::{config_with_eve, Server, ALICE, BOB, CAROL, DAVE, EVE};
 use serde_json::json;
-
-const EVE: &str = "token-eve";
-
-fn config() -> String {
-    format!("{TEST_CONFIG}\n[[auth.tokens]]\ntoken = \"{EVE}\"\nprincipal = \"eve\"\n")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parent_grants_reach_children_and_grandchildren() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     let alice = server.http(ALICE);
     create_thread(&alice, "root").await;
     grant(&alice, "root", "bob", "thread_manager").await;
@@ -103,7 +97,7 @@ async fn parent_grants_reach_children_and_grandchildren() {
 /// the creator owns the child.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_create_subthreads_they_own() {
-    let server = Server::start(&config());
+    let server = Server::start(&config_with_eve());
     let alice = server.http(ALICE);
     create_thread(&alice, "root").await;
     grant(&alice, "root", "carol", "member").await;

@@ -4,13 +4,11 @@
 use std::time::Duration;
 
 use bubble_tests::threads::{
-    create_thread, error_frame, expect_event, grant, message_part, run_finished, run_started,
+    create_with_roles, error_frame, expect_event, message_part, run_finished, run_started,
     subscribe, tool_call_approval,
 };
-use bubble_tests::{Server, ALICE, BOB, CAROL, DAVE, ROOT, TEST_CONFIG};
+use bubble_tests::{config_with_eve, Server, ALICE, BOB, CAROL, DAVE, EVE, ROOT};
 use serde_json::json;
-
-const EVE: &str = "token-eve";
 
 const ROLES: [(&str, &str, &str); 6] = [
     ("owner", ALICE, "alice"),
@@ -21,22 +19,10 @@ const ROLES: [(&str, &str, &str); 6] = [
     ("admin", ROOT, "root"),
 ];
 
-fn config() -> String {
-    format!("{TEST_CONFIG}\n[[auth.tokens]]\ntoken = \"{EVE}\"\nprincipal = \"eve\"\n")
-}
-
-async fn setup(server: &Server, id: &str) {
-    let alice = server.http(ALICE);
-    create_thread(&alice, id).await;
-    grant(&alice, id, "bob", "thread_manager").await;
-    grant(&alice, id, "carol", "member").await;
-    grant(&alice, id, "dave", "reader").await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribe_per_role() {
-    let server = Server::start(&config());
-    setup(&server, "thread-1").await;
+    let server = Server::start(&config_with_eve());
+    create_with_roles(&server.http(ALICE), "thread-1").await;
     for (role, token, _) in ROLES {
         let mut ws = server.ws(token).await;
         ws.send_json(&json!({"type": "thread.subscribe", "threadId": "thread-1"}))
@@ -63,8 +49,8 @@ async fn subscribe_per_role() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_per_role_and_type() {
-    let server = Server::start(&config());
-    setup(&server, "thread-1").await;
+    let server = Server::start(&config_with_eve());
+    create_with_roles(&server.http(ALICE), "thread-1").await;
     let mut watcher = server.ws(ALICE).await;
     subscribe(&mut watcher, "thread-1", None).await;
     let mut seq = 0;

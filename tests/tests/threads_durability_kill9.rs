@@ -1,16 +1,29 @@
-//! `kill -9` during an append load: every acknowledged (201) event is there
-//! after a restart on the same SQLite file, and seqs have no gap.
+//! `kill -9` during an append load: every acknowledged (201) event, and
+//! every event delivered live to a subscriber, is there after a restart on
+//! the same SQLite file, and seqs have no gap.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bubble_tests::threads::{create_thread, message_part, page_all};
-use bubble_tests::{Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
+use bubble_tests::threads::{create_thread, message_part, page_all, subscribe};
+use bubble_tests::{Server, WsClient, WsMessage, ALICE, HANG_TIMEOUT, TEST_CONFIG};
 use serde_json::Value;
 
 const WRITERS: usize = 4;
 const THREADS: [&str; 2] = ["thread-a", "thread-b"];
+
+/// Every event delivered live on `ws`, by thread, until the server dies.
+async fn watch(mut ws: WsClient) -> Vec<(String, Value)> {
+    let mut delivered = Vec::new();
+    while let WsMessage::Text(text) = ws.recv().await {
+        let frame: Value = serde_json::from_str(&text).expect("JSON frame");
+        assert_eq!(frame["type"], "thread.event", "{frame}");
+        let thread = frame["threadId"].as_str().expect("threadId").to_owned();
+        delivered.push((thread, frame["event"].clone()));
+    }
+    delivered
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_acknowledged_event_is_lost() {
@@ -19,6 +32,11 @@ async fn no_acknowledged_event_is_lost() {
     for t in THREADS {
         create_thread(&alice, t).await;
     }
+    let mut ws = server.ws(ALICE).await;
+    for t in THREADS {
+        subscribe(&mut ws, t, None).await;
+    }
+    let watcher = tokio::spawn(watch(ws));
 
     let acked_count = Arc::new(AtomicU64::new(0));
     let mut writers = Vec::new();
@@ -65,6 +83,8 @@ async fn no_acknowledged_event_is_lost() {
         acked.extend(w.await.expect("writer"));
     }
     assert!(acked.len() >= 300);
+    let delivered = watcher.await.expect("watcher");
+    assert!(!delivered.is_empty(), "the subscriber saw live events");
 
     server.restart();
     let alice = server.http(ALICE);
@@ -86,6 +106,14 @@ async fn no_acknowledged_event_is_lost() {
                 by_seq.get(&seq),
                 Some(&event),
                 "{thread} seq {seq} was acknowledged"
+            );
+        }
+        for (thread, event) in delivered.iter().filter(|(thread, _)| thread == t) {
+            let seq = event["seq"].as_u64().unwrap();
+            assert_eq!(
+                by_seq.get(&seq),
+                Some(&event),
+                "{thread} seq {seq} was delivered"
             );
         }
         let (_, snapshot) = alice.get(&format!("/v1/threads/{t}")).await;

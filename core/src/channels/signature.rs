@@ -97,63 +97,24 @@ mod tests {
     #[test]
     fn rejects_wrong_signatures() {
         let auth = auth_string("app-key", "secret", SOCKET, "private-user-42", None);
+        let auth = auth.as_str();
         let other_socket = "ffffffffffffffffffffffffffffffff";
-        assert!(!verify(
-            "app-key",
-            "other-secret",
-            SOCKET,
-            "private-user-42",
-            None,
-            &auth
-        ));
-        assert!(!verify(
-            "app-key",
-            "secret",
-            other_socket,
-            "private-user-42",
-            None,
-            &auth
-        ));
-        assert!(!verify(
-            "app-key",
-            "secret",
-            SOCKET,
-            "private-user-43",
-            None,
-            &auth
-        ));
-        assert!(!verify(
-            "other-key",
-            "secret",
-            SOCKET,
-            "private-user-42",
-            None,
-            &auth
-        ));
-        assert!(!verify(
-            "app-key",
-            "secret",
-            SOCKET,
-            "private-user-42",
-            None,
-            "garbage"
-        ));
-        assert!(!verify(
-            "app-key",
-            "secret",
-            SOCKET,
-            "private-user-42",
-            None,
-            "app-key:"
-        ));
-        assert!(!verify(
-            "app-key",
-            "secret",
-            SOCKET,
-            "private-user-42",
-            None,
-            &auth.to_uppercase().replacen("APP-KEY", "app-key", 1)
-        ));
+        let mangled = auth.to_uppercase().replacen("APP-KEY", "app-key", 1);
+        let refused = [
+            ("app-key", "other-secret", SOCKET, "private-user-42", auth),
+            ("app-key", "secret", other_socket, "private-user-42", auth),
+            ("app-key", "secret", SOCKET, "private-user-43", auth),
+            ("other-key", "secret", SOCKET, "private-user-42", auth),
+            ("app-key", "secret", SOCKET, "private-user-42", "garbage"),
+            ("app-key", "secret", SOCKET, "private-user-42", "app-key:"),
+            ("app-key", "secret", SOCKET, "private-user-42", &mangled),
+        ];
+        for (key, secret, socket, channel, given) in refused {
+            assert!(
+                !verify(key, secret, socket, channel, None, given),
+                "{key} {secret} {socket} {channel} {given}"
+            );
+        }
     }
 
     #[test]

@@ -64,6 +64,12 @@ impl Threads {
             .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))
     }
 
+    fn thread_mut(&mut self, id: &ThreadId) -> Result<&mut ThreadState, BubbleError> {
+        self.table
+            .get_mut(id)
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))
+    }
+
     /// `GET /v1/threads/:threadId`.
     pub(super) fn get(&self, caller: &Caller, id: &ThreadId) -> Result<BubbleThread, BubbleError> {
         self.require(caller, id, Capability::ThreadRead)?;
@@ -278,10 +284,7 @@ impl Threads {
         role: Role,
     ) -> Result<GrantRow, BubbleError> {
         self.require(caller, id, Capability::GrantsManage)?;
-        let thread = self
-            .table
-            .get_mut(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        let thread = self.thread_mut(id)?;
         if thread.grants.get(&principal) != Some(&role) {
             cx.out.write(Write::PutGrant {
                 thread_id: id.clone(),
@@ -308,10 +311,7 @@ impl Threads {
         principal: &PrincipalId,
     ) -> Result<(), BubbleError> {
         self.require(caller, id, Capability::GrantsManage)?;
-        let thread = self
-            .table
-            .get_mut(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        let thread = self.thread_mut(id)?;
         if thread.grants.remove(principal).is_some() {
             cx.out.write(Write::DeleteGrant {
                 thread_id: id.clone(),
@@ -355,10 +355,7 @@ impl Threads {
             self.require(caller, id, Capability::ParticipantsManage)?;
             role.unwrap_or(Role::Member)
         };
-        let thread = self
-            .table
-            .get_mut(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        let thread = self.thread_mut(id)?;
         if let Some(row) = thread.participant(&target) {
             return Ok((false, row.clone()));
         }
@@ -399,10 +396,7 @@ impl Threads {
             Capability::ParticipantsManage
         };
         self.require(caller, id, need)?;
-        let thread = self
-            .table
-            .get_mut(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))?;
+        let thread = self.thread_mut(id)?;
         let before = thread.participants.len();
         thread.participants.retain(|p| &p.principal_id != principal);
         if thread.participants.len() == before {

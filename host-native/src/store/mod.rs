@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bubble_core::store::{Backend, EventStore, MemoryStore, Snapshot, StoreError};
 
+pub mod lock;
 mod migrations;
 pub mod sqlite;
 
@@ -62,6 +63,17 @@ impl std::fmt::Display for StoreSpec {
     }
 }
 
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another server has the store open.
+    #[error(transparent)]
+    Locked(#[from] lock::LockError),
+    /// The store failed to open or load.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Answers readiness probes: does the store respond?
 #[derive(Debug, Clone)]
 pub enum Probe {
@@ -98,7 +110,7 @@ pub struct Opened {
 }
 
 /// Opens the store named by `spec`, running migrations.
-pub fn open(spec: &StoreSpec) -> Result<Opened, StoreError> {
+pub fn open(spec: &StoreSpec) -> Result<Opened, OpenError> {
     match spec {
         StoreSpec::Memory => {
             let store = MemoryStore::default();
@@ -111,7 +123,7 @@ pub fn open(spec: &StoreSpec) -> Result<Opened, StoreError> {
             })
         }
         StoreSpec::Sqlite(path) => {
-            let store = SqliteStore::open(path)?;
+            let store = SqliteStore::open_exclusive(path)?;
             let snapshot = store.load()?;
             let reader = store.reader()?;
             let probe = Probe::Sqlite(Arc::new(Mutex::new(store.reader()?)));

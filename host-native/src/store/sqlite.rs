@@ -20,7 +20,8 @@ use bubble_core::policy::Role;
 use bubble_core::store::{Backend, EventStore, Snapshot, StoreError, ThreadRecord, Write};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::migrations;
+use super::lock::{self, StoreLock};
+use super::{migrations, OpenError};
 
 /// How long a connection waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -30,6 +31,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// Held while the store is open: one server per file.
+    _lock: StoreLock,
 }
 
 /// A read-only connection for history reads and readiness probes.
@@ -44,12 +47,23 @@ fn store_err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
 
 impl SqliteStore {
     /// Opens (creating it and its directory when missing) the database at
-    /// `path` and runs the migrations.
+    /// `path` and runs the migrations. Fails when another process has it
+    /// open (see [`SqliteStore::open_exclusive`]).
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_exclusive(path).map_err(|e| match e {
+            OpenError::Store(e) => e,
+            locked @ OpenError::Locked(_) => StoreError(locked.to_string()),
+        })
+    }
+
+    /// Like [`SqliteStore::open`], telling a store held by another process
+    /// (its `<path>.lock` is locked) apart from other failures.
+    pub fn open_exclusive(path: &Path) -> Result<SqliteStore, OpenError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
         }
+        let lock = lock::acquire(path)?;
         let conn = Connection::open(path).map_err(store_err("opening the database"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(store_err("busy_timeout"))?;
@@ -57,15 +71,14 @@ impl SqliteStore {
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
             .map_err(store_err("journal_mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError(format!(
-                "the database refused WAL mode (got {mode})"
-            )));
+            return Err(StoreError(format!("the database refused WAL mode (got {mode})")).into());
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
             .map_err(store_err("pragmas"))?;
         let mut store = SqliteStore {
             conn,
             path: path.to_owned(),
+            _lock: lock,
         };
         migrations::run(&mut store.conn)?;
         Ok(store)

@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, Response};
 use bubble_core::ChannelProtocol;
 use tokio::sync::oneshot;
 
+pub(crate) mod frame;
+mod io;
 mod socket;
 mod upgrade;
 

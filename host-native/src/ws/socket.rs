@@ -1,29 +1,34 @@
 //! One task per WebSocket: reads client frames into the engine's inbox and
 //! writes the engine's frames from the socket's bounded queue.
 //!
-//! Writes are coalesced: every frame already queued is fed to the socket
-//! before one flush. The engine is told `Closed` exactly once (the engine
+//! Writes are coalesced: the engine queues frames already encoded, and the
+//! task writes everything queued with one write per turn. The engine is told `Closed` exactly once (the engine
 //! task ignores the report for a socket it already closed itself).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bubble_core::{ChannelProtocol, ConnId, SharedFrame};
-use bytes::Bytes;
+use tokio::time::Instant;
+
+use std::future::poll_fn;
+
+use bubble_core::{ChannelProtocol, ConnId};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 
+use super::frame;
 use super::upgrade::Socket;
-use crate::driver::conn::{ConnHandle, Kill, OutMsg};
+use crate::driver::conn::{ConnHandle, Outbound, Turn};
 use crate::driver::{Command, InFrame};
 use crate::http::Host;
 
-/// Frames written per flush at most.
-const WRITE_BATCH: usize = 256;
+/// Longest a socket's write waits for a busy engine.
+const MAX_DEFER: Duration = Duration::from_millis(10);
+/// How often a waiting write looks at the engine again.
+const DEFER_STEP: Duration = Duration::from_millis(1);
 /// How long a Close frame may take to write.
 const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long to drain a peer after our Close, so it reads the Close frame
@@ -60,7 +65,7 @@ enum End {
 /// Runs the socket until it closes.
 pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message: usize) {
     let conn = host.next_conn();
-    let (handle, mut rx, kill) = ConnHandle::new(host.limits.outbound_queue_frames);
+    let (handle, out) = ConnHandle::new(host.limits.outbound_queue_frames);
     let (kind, command) = match open {
         Open::Threads { token } => (
             "threads",
@@ -92,7 +97,8 @@ pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message
         return;
     }
     tracing::info!(conn = conn.0, kind, "ws open");
-    let end = pump(&mut ws, &mut rx, &kill, conn, &host, max_message).await;
+    let end = pump(&mut ws, &out, conn, &host, max_message).await;
+    out.gone();
     // Ignored by the engine task when it closed the socket itself.
     let _ = host.inbox.send(Command::Closed { conn }).await;
     match &end {
@@ -115,8 +121,9 @@ pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message
     finish(ws, end).await;
 }
 
-fn ours(kill: &Kill) -> End {
-    match kill.code() {
+/// How a socket killed with `code` ends.
+fn ours(code: u16) -> End {
+    match code {
         1006 => End::Failed("closed by the server without a close frame".into()),
         code => End::Ours { code, sent: false },
     }
@@ -124,38 +131,23 @@ fn ours(kill: &Kill) -> End {
 
 async fn pump(
     ws: &mut Socket,
-    rx: &mut mpsc::Receiver<OutMsg>,
-    kill: &Kill,
+    out: &Outbound,
     conn: ConnId,
     host: &Host,
     max_message: usize,
 ) -> End {
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    // Built once: a fresh wait per turn would re-register with the token.
-    let mut killed = std::pin::pin!(kill.fired());
+    // Frames taken from the queue; the buffer alternates with the
+    // transport's, so a busy socket does not allocate per turn.
+    let mut taken = Vec::new();
     loop {
-        tokio::select! {
-            () = &mut killed => return ours(kill),
-            n = rx.recv_many(&mut batch, WRITE_BATCH) => {
-                if n == 0 {
-                    // The engine task let go of the socket: after a kill
-                    // (whose code wins) or when it stopped.
-                    return match kill.code() {
-                        0 => End::Ours { code: 1001, sent: false },
-                        _ => ours(kill),
-                    };
-                }
-                let written = tokio::select! {
-                    biased;
-                    () = &mut killed => return ours(kill),
-                    written = write_batch(ws, &mut batch, conn, host) => written,
-                };
-                match written {
-                    Ok(None) => {}
-                    Ok(Some(code)) => return End::Ours { code, sent: true },
-                    Err(e) => return End::Failed(e.to_string()),
-                }
+        if ws.get_ref().has_pending() {
+            // A Pong or Close reply of the protocol layer.
+            if let Err(end) = flush(ws, out).await {
+                return end;
             }
+        }
+        tokio::select! {
+            () = ready(out, host) => {}
             msg = ws.next() => {
                 let command = match classify(msg, max_message) {
                     Read::Frame(frame) => Command::Frame { conn, frame },
@@ -166,8 +158,62 @@ async fn pump(
                 if host.inbox.send(command).await.is_err() {
                     return End::Ours { code: 1001, sent: false };
                 }
+                continue;
             }
         }
+        let (want_drained, close) = match out.take(&mut taken) {
+            None => continue,
+            Some(Turn::Kill(code)) => return ours(code),
+            Some(Turn::Write {
+                want_drained,
+                close,
+            }) => (want_drained, close),
+        };
+        let buf = ws.get_mut().out();
+        if buf.is_empty() {
+            std::mem::swap(buf, &mut taken);
+        } else {
+            buf.extend_from_slice(&taken);
+            taken.clear();
+        }
+        if let Some(code) = close {
+            frame::encode_close(buf, code);
+        }
+        if let Err(end) = flush(ws, out).await {
+            return end;
+        }
+        out.written(&mut taken);
+        if want_drained {
+            let _ = host.inbox.send(Command::Drained { conn }).await;
+        }
+        if let Some(code) = close {
+            return End::Ours { code, sent: true };
+        }
+    }
+}
+
+/// Resolves when the queue has something to write and the socket should
+/// write it. While the engine has commands waiting (the server is behind),
+/// the write waits for it, up to [`MAX_DEFER`]: one write then carries what
+/// those commands queue too, so a busy server makes fewer writes per frame
+/// and catches up instead of falling further behind. An idle server writes
+/// at once (after letting the engine finish its current turn).
+async fn ready(out: &Outbound, host: &Host) {
+    poll_fn(|cx| out.poll_ready(cx)).await;
+    tokio::task::yield_now().await;
+    let until = Instant::now() + MAX_DEFER;
+    while host.inbox.capacity() < host.inbox.max_capacity() && Instant::now() < until {
+        tokio::time::sleep(DEFER_STEP).await;
+    }
+}
+
+/// Sends everything the transport holds, unless the socket is killed first.
+async fn flush(ws: &mut Socket, out: &Outbound) -> Result<(), End> {
+    let io = ws.get_mut();
+    tokio::select! {
+        biased;
+        code = poll_fn(|cx| out.poll_killed(cx)) => Err(ours(code)),
+        flushed = io.flush() => flushed.map_err(|e| End::Failed(e.to_string())),
     }
 }
 
@@ -202,51 +248,11 @@ fn classify(msg: Option<Result<Message, WsError>>, max_message: usize) -> Read {
     }
 }
 
-/// Lets a shared frame back a message without copying it.
-struct FrameBytes(SharedFrame);
-
-impl AsRef<[u8]> for FrameBytes {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
-fn text(frame: SharedFrame) -> Message {
-    let bytes = Bytes::from_owner(FrameBytes(frame.clone()));
-    // A `str` is always valid UTF-8, so the check cannot fail.
-    Message::Text(Utf8Bytes::try_from(bytes).unwrap_or_else(|_| Utf8Bytes::from(&*frame)))
-}
-
 fn close_message(code: u16) -> Message {
     Message::Close(Some(CloseFrame {
         code: CloseCode::from(code),
         reason: Utf8Bytes::default(),
     }))
-}
-
-/// Writes `batch` with one flush; `Some(code)` once a Close frame went out.
-async fn write_batch(
-    ws: &mut Socket,
-    batch: &mut Vec<OutMsg>,
-    conn: ConnId,
-    host: &Host,
-) -> Result<Option<u16>, WsError> {
-    for msg in batch.drain(..) {
-        match msg {
-            OutMsg::Frame(frame) => ws.feed(text(frame)).await?,
-            OutMsg::Ping => ws.feed(Message::Ping(Bytes::new())).await?,
-            OutMsg::Close(code) => {
-                ws.send(close_message(code)).await?;
-                return Ok(Some(code));
-            }
-            OutMsg::WantDrained => {
-                ws.flush().await?;
-                let _ = host.inbox.send(Command::Drained { conn }).await;
-            }
-        }
-    }
-    ws.flush().await?;
-    Ok(None)
 }
 
 /// Completes the close: answers a peer's Close, or sends ours and lingers.

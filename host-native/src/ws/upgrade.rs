@@ -13,6 +13,8 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
+use super::io::WsIo;
+
 /// Read buffer of one socket, in bytes. The protocol layer zero-fills it
 /// on every read attempt, which happens on every wake of the socket's task:
 /// small keeps idle sockets cheap and fan-out fast; a large client message
@@ -20,7 +22,7 @@ use tokio_tungstenite::WebSocketStream;
 const READ_BUFFER: usize = 2 * 1024;
 
 /// An upgraded server-side WebSocket.
-pub(crate) type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+pub(crate) type Socket = WebSocketStream<WsIo>;
 
 /// A request that can be upgraded, and how to answer it.
 pub(crate) struct Upgrade {
@@ -130,16 +132,15 @@ impl Upgrade {
             .max_message_size(Some(max_message))
             .max_frame_size(Some(max_message));
         let on_upgrade = self.on_upgrade;
-        let socket =
-            async move {
-                let upgraded = on_upgrade.await?;
-                Ok(WebSocketStream::from_raw_socket(
-                    TokioIo::new(upgraded),
-                    Role::Server,
-                    Some(config),
-                )
-                .await)
-            };
+        let socket = async move {
+            let upgraded = on_upgrade.await?;
+            Ok(WebSocketStream::from_raw_socket(
+                WsIo::new(TokioIo::new(upgraded)),
+                Role::Server,
+                Some(config),
+            )
+            .await)
+        };
         (response, socket)
     }
 }

@@ -9,7 +9,9 @@
 //! A backend's test file implements [`ContractBackend`] and either calls
 //! [`run_all`] or lists the cases with [`store_contract_tests!`]:
 //!
-//! ```ignore
+//! ```no_run
+//! # use bubble_core::store::contract::ContractBackend;
+//! # use bubble_core::store::{EventStore, MemoryStore};
 //! struct Memory(MemoryStore);
 //! impl ContractBackend for Memory {
 //!     type Writer = MemoryStore;

@@ -9,25 +9,10 @@ use crate::http::Method;
 fn list_pages_by_thread_id_over_readable_threads() {
     let mut host = Host::new(256);
     for id in ["a", "b", "c", "d"] {
-        host.http(
-            Method::Post,
-            "alice",
-            "/v1/threads",
-            json!({ "threadId": id }),
-        );
+        host.create("alice", id, None);
     }
-    host.http(
-        Method::Post,
-        "bob",
-        "/v1/threads",
-        json!({ "threadId": "bb" }),
-    );
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({ "threadId": "a.1", "parentThreadId": "a" }),
-    );
+    host.create("bob", "bb", None);
+    host.create("alice", "a.1", Some("a"));
     let ids = |v: &Value| -> Vec<String> {
         v["threads"]
             .as_array()
@@ -69,8 +54,7 @@ fn list_pages_by_thread_id_over_readable_threads() {
     );
     assert_eq!(ids(&page), ["a.1"]);
     assert_eq!(
-        host.http(Method::Get, "alice", "/v1/threads?limit=0", Value::Null)
-            .0,
+        host.status(Method::Get, "alice", "/v1/threads?limit=0"),
         400
     );
 }
@@ -78,12 +62,7 @@ fn list_pages_by_thread_id_over_readable_threads() {
 #[test]
 fn participants_join_leave_and_title_events() {
     let mut host = Host::new(256);
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({ "threadId": "t" }),
-    );
+    host.create("alice", "t", None);
     let (status, row) = host.http(
         Method::Post,
         "alice",
@@ -112,23 +91,11 @@ fn participants_join_leave_and_title_events() {
     );
     assert_eq!((status, row["role"].clone()), (201, json!("member")));
     assert_eq!(
-        host.http(
-            Method::Delete,
-            "alice",
-            "/v1/threads/t/participants/bob",
-            Value::Null
-        )
-        .0,
+        host.status(Method::Delete, "alice", "/v1/threads/t/participants/bob"),
         204
     );
     assert_eq!(
-        host.http(
-            Method::Delete,
-            "alice",
-            "/v1/threads/t/participants/bob",
-            Value::Null
-        )
-        .0,
+        host.status(Method::Delete, "alice", "/v1/threads/t/participants/bob"),
         404
     );
     host.http(
@@ -173,37 +140,12 @@ fn participants_join_leave_and_title_events() {
 #[test]
 fn routing_statuses() {
     let mut host = Host::new(256);
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({ "threadId": "t" }),
-    );
-    assert_eq!(
-        host.http(Method::Delete, "alice", "/v1/threads/t", Value::Null)
-            .0,
-        405
-    );
-    assert_eq!(
-        host.http(Method::Get, "alice", "/v1/threads/t/nope", Value::Null)
-            .0,
-        404
-    );
-    assert_eq!(
-        host.http(Method::Get, "alice", "/v1/threads/bad id", Value::Null)
-            .0,
-        400
-    );
-    assert_eq!(
-        host.http(Method::Get, "nobody", "/v1/threads/t", Value::Null)
-            .0,
-        401
-    );
-    assert_eq!(
-        host.http(Method::Get, "bob", "/v1/threads/t", Value::Null)
-            .0,
-        404
-    );
+    host.create("alice", "t", None);
+    assert_eq!(host.status(Method::Delete, "alice", "/v1/threads/t"), 405);
+    assert_eq!(host.status(Method::Get, "alice", "/v1/threads/t/nope"), 404);
+    assert_eq!(host.status(Method::Get, "alice", "/v1/threads/bad id"), 400);
+    assert_eq!(host.status(Method::Get, "nobody", "/v1/threads/t"), 401);
+    assert_eq!(host.status(Method::Get, "bob", "/v1/threads/t"), 404);
     host.http(
         Method::Put,
         "alice",

@@ -117,18 +117,29 @@ impl Host {
         self.responses.pop().expect("answered")
     }
 
+    fn create(&mut self, who: &str, thread: &str, parent: Option<&str>) {
+        let mut body = json!({ "threadId": thread });
+        if let Some(parent) = parent {
+            body["parentThreadId"] = json!(parent);
+        }
+        self.http(Method::Post, who, "/v1/threads", body);
+    }
+
+    fn status(&mut self, method: Method, who: &str, target: &str) -> u16 {
+        self.http(method, who, target, Value::Null).0
+    }
+
     fn append(&mut self, who: &str, n: usize) {
         for _ in 0..n {
-            let event = json!({"type": "run_started", "runId": "r"});
-            self.http(Method::Post, who, "/v1/threads/t/events", event);
+            self.append_as(who, "t");
         }
     }
 
-    fn append_to(&mut self, thread: &str) {
+    fn append_as(&mut self, who: &str, thread: &str) {
         let event = json!({"type": "run_started", "runId": "r"});
         self.http(
             Method::Post,
-            "alice",
+            who,
             &format!("/v1/threads/{thread}/events"),
             event,
         );

@@ -9,12 +9,7 @@ use crate::{ConnId, Input, WsFrame};
 #[test]
 fn paged_replay_racing_appends_has_no_gap_and_no_duplicate() {
     let mut host = Host::new(2);
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({"threadId": "t"}),
-    );
+    host.create("alice", "t", None);
     host.append("alice", 5);
     let conn = host.open(1, "alice");
     host.send(
@@ -43,12 +38,7 @@ fn paged_replay_racing_appends_has_no_gap_and_no_duplicate() {
 #[test]
 fn live_frames_wait_for_durability() {
     let mut host = Host::new(256);
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({"threadId": "t"}),
-    );
+    host.create("alice", "t", None);
     let conn = host.open(1, "alice");
     host.send(conn, json!({"type": "thread.subscribe", "threadId": "t"}));
     assert_eq!(host.take(conn).len(), 1);
@@ -64,18 +54,8 @@ fn live_frames_wait_for_durability() {
 #[test]
 fn revoked_grant_ends_the_subscription() {
     let mut host = Host::new(256);
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({"threadId": "t"}),
-    );
-    host.http(
-        Method::Post,
-        "alice",
-        "/v1/threads",
-        json!({"threadId": "t.child", "parentThreadId": "t"}),
-    );
+    host.create("alice", "t", None);
+    host.create("alice", "t.child", Some("t"));
     host.http(
         Method::Put,
         "alice",
@@ -129,12 +109,7 @@ fn refused_bearer_and_oversized_frames_close() {
 fn connection_limits_and_frame_errors() {
     let mut host = Host::new(256);
     for id in ["a", "b"] {
-        host.http(
-            Method::Post,
-            "alice",
-            "/v1/threads",
-            json!({ "threadId": id }),
-        );
+        host.create("alice", id, None);
     }
     let conn = host.open(1, "alice");
     host.send(conn, json!({"type": "thread.subscribe", "threadId": "a"}));
@@ -159,7 +134,7 @@ fn connection_limits_and_frame_errors() {
         "{frames:?}"
     );
     host.send(conn, json!({"type": "thread.unsubscribe", "threadId": "a"}));
-    host.append_to("a");
+    host.append_as("alice", "a");
     assert!(host.take(conn).is_empty());
     assert_eq!(host.engine.metrics().thread_subscriptions, 0);
     assert_eq!(host.engine.metrics().thread_connections, 1);
@@ -175,12 +150,7 @@ fn subscription_and_frame_rate_limits() {
     };
     let mut host = Host::with(limits);
     for id in ["a", "b"] {
-        host.http(
-            Method::Post,
-            "alice",
-            "/v1/threads",
-            json!({ "threadId": id }),
-        );
+        host.create("alice", id, None);
     }
     let conn = host.open(1, "alice");
     host.send(conn, json!({"type": "thread.subscribe", "threadId": "a"}));
