@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bubble_core::store::{Backend, EventStore, MemoryStore, Snapshot, StoreError};
 
+mod checkpoint;
 pub mod lock;
 mod migrations;
 pub mod sqlite;

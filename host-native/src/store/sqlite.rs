@@ -9,7 +9,8 @@
 //! delivery that depends on a write only then.
 //!
 //! Readers ([`SqliteReader`]) use their own connections; WAL lets them read
-//! committed data while the writer commits.
+//! committed data while the writer commits. WAL checkpoints run on a thread
+//! of their own (see `checkpoint.rs`), never inside a commit.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use bubble_core::policy::Role;
 use bubble_core::store::{Backend, EventStore, Snapshot, StoreError, ThreadRecord, Write};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
+use super::checkpoint::Checkpointer;
 use super::lock::{self, StoreLock};
 use super::{migrations, OpenError};
 
@@ -31,6 +33,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// Runs the WAL checkpoints (stopped before the lock is released).
+    _checkpointer: Checkpointer,
     /// Held while the store is open: one server per file.
     _lock: StoreLock,
 }
@@ -75,13 +79,18 @@ impl SqliteStore {
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
             .map_err(store_err("pragmas"))?;
-        let mut store = SqliteStore {
+        // Checkpoints run on their own thread, not inside commits.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(store_err("wal_autocheckpoint"))?;
+        let mut conn = conn;
+        migrations::run(&mut conn)?;
+        let checkpointer = Checkpointer::start(path, BUSY_TIMEOUT)?;
+        Ok(SqliteStore {
             conn,
             path: path.to_owned(),
+            _checkpointer: checkpointer,
             _lock: lock,
-        };
-        migrations::run(&mut store.conn)?;
-        Ok(store)
+        })
     }
 
     /// A new read-only connection to the same database.

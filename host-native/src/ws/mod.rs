@@ -9,6 +9,7 @@ use bubble_core::ChannelProtocol;
 use tokio::sync::oneshot;
 
 pub(crate) mod frame;
+mod gate;
 mod io;
 mod socket;
 mod upgrade;

@@ -2,33 +2,28 @@
 //! writes the engine's frames from the socket's bounded queue.
 //!
 //! Writes are coalesced: the engine queues frames already encoded, and the
-//! task writes everything queued with one write per turn. The engine is told `Closed` exactly once (the engine
-//! task ignores the report for a socket it already closed itself).
+//! task writes everything queued with one write per turn. The engine is told
+//! `Closed` exactly once (the engine task ignores the report for a socket it
+//! already closed itself).
 
+use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use std::future::poll_fn;
-
 use bubble_core::{ChannelProtocol, ConnId};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 
 use super::frame;
+use super::gate::ReadGate;
 use super::upgrade::Socket;
 use crate::driver::conn::{ConnHandle, Outbound, Turn};
 use crate::driver::{Command, InFrame};
 use crate::http::Host;
 
-/// Longest a socket's write waits for a busy engine.
-const MAX_DEFER: Duration = Duration::from_millis(10);
-/// How often a waiting write looks at the engine again.
-const DEFER_STEP: Duration = Duration::from_millis(1);
 /// How long a Close frame may take to write.
 const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long to drain a peer after our Close, so it reads the Close frame
@@ -139,6 +134,7 @@ async fn pump(
     // Frames taken from the queue; the buffer alternates with the
     // transport's, so a busy socket does not allocate per turn.
     let mut taken = Vec::new();
+    let gate = ReadGate::new();
     loop {
         if ws.get_ref().has_pending() {
             // A Pong or Close reply of the protocol layer.
@@ -147,8 +143,8 @@ async fn pump(
             }
         }
         tokio::select! {
-            () = ready(out, host) => {}
-            msg = ws.next() => {
+            () = ready(out) => {}
+            msg = poll_fn(|cx| gate.poll_next(ws, cx)) => {
                 let command = match classify(msg, max_message) {
                     Read::Frame(frame) => Command::Frame { conn, frame },
                     Read::Pong => Command::Pong { conn },
@@ -192,19 +188,13 @@ async fn pump(
     }
 }
 
-/// Resolves when the queue has something to write and the socket should
-/// write it. While the engine has commands waiting (the server is behind),
-/// the write waits for it, up to [`MAX_DEFER`]: one write then carries what
-/// those commands queue too, so a busy server makes fewer writes per frame
-/// and catches up instead of falling further behind. An idle server writes
-/// at once (after letting the engine finish its current turn).
-async fn ready(out: &Outbound, host: &Host) {
+/// Resolves when the queue has something to write, after letting the
+/// engine finish its turn (and the runtime gather what else arrived), so
+/// that one write carries everything queued by then: a socket that falls
+/// behind catches up in fewer writes.
+async fn ready(out: &Outbound) {
     poll_fn(|cx| out.poll_ready(cx)).await;
     tokio::task::yield_now().await;
-    let until = Instant::now() + MAX_DEFER;
-    while host.inbox.capacity() < host.inbox.max_capacity() && Instant::now() < until {
-        tokio::time::sleep(DEFER_STEP).await;
-    }
 }
 
 /// Sends everything the transport holds, unless the socket is killed first.
