@@ -62,3 +62,25 @@ async fn ws_path_is_configurable() {
         .expect("upgrade");
     assert_eq!(subscribe(&mut ws, "thread-1", None).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_token_works_on_a_configured_path_and_the_default_path_is_gone() {
+    let config = format!("ws_path = \"/live\"\n{TEST_CONFIG}");
+    let server = Server::start(&config);
+    create_thread(&server.http(ALICE), "thread-1").await;
+    let url = server.ws_url(&format!("/live?access_token={ALICE}"));
+    let mut ws = WsClient::connect(&url, None).await.expect("upgrade");
+    assert_eq!(subscribe(&mut ws, "thread-1", None).await, 0);
+    expect_refused(
+        WsClient::connect(&server.ws_url("/live"), None)
+            .await
+            .expect("upgrade"),
+    )
+    .await;
+
+    let plain = server
+        .http_anonymous()
+        .request("GET", "/v1/ws", &[], Vec::new())
+        .await;
+    assert_eq!(plain.status, 404);
+}
