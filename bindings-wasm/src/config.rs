@@ -3,7 +3,7 @@
 //! Host-only keys (`listen`, `store`, `ws_path`, `broker`) are ignored here.
 
 use bubble_core::{AppConfig, AuthConfig, Config, Heartbeat, Limits, PrincipalId};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// The top level of the JSON configuration.
 #[derive(Debug, Default, Deserialize)]
@@ -12,8 +12,8 @@ struct ConfigJson {
     admins: Vec<PrincipalId>,
     auth: AuthJson,
     apps: Vec<AppJson>,
-    limits: LimitsJson,
-    heartbeat: HeartbeatJson,
+    limits: Limits,
+    heartbeat: Heartbeat,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -46,88 +46,6 @@ struct AppJson {
     max_connections: Option<usize>,
 }
 
-/// [`Limits`] with serde names; every key is optional.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct LimitsJson {
-    max_event_bytes: usize,
-    max_ws_frame_bytes: usize,
-    max_subscriptions: usize,
-    frame_rate: u32,
-    frame_rate_window_ms: u64,
-    outbound_queue_frames: usize,
-    backlog_page: usize,
-    max_channels: usize,
-    max_channel_message_bytes: usize,
-    max_publish_data_bytes: usize,
-    command_rate: u32,
-    command_rate_window_ms: u64,
-    idempotency_retention_ms: u64,
-}
-
-impl Default for LimitsJson {
-    fn default() -> LimitsJson {
-        LimitsJson::from(&Limits::default())
-    }
-}
-
-impl From<&Limits> for LimitsJson {
-    fn from(l: &Limits) -> LimitsJson {
-        LimitsJson {
-            max_event_bytes: l.max_event_bytes,
-            max_ws_frame_bytes: l.max_ws_frame_bytes,
-            max_subscriptions: l.max_subscriptions,
-            frame_rate: l.frame_rate,
-            frame_rate_window_ms: l.frame_rate_window_ms,
-            outbound_queue_frames: l.outbound_queue_frames,
-            backlog_page: l.backlog_page,
-            max_channels: l.max_channels,
-            max_channel_message_bytes: l.max_channel_message_bytes,
-            max_publish_data_bytes: l.max_publish_data_bytes,
-            command_rate: l.command_rate,
-            command_rate_window_ms: l.command_rate_window_ms,
-            idempotency_retention_ms: l.idempotency_retention_ms,
-        }
-    }
-}
-
-impl From<LimitsJson> for Limits {
-    fn from(l: LimitsJson) -> Limits {
-        Limits {
-            max_event_bytes: l.max_event_bytes,
-            max_ws_frame_bytes: l.max_ws_frame_bytes,
-            max_subscriptions: l.max_subscriptions,
-            frame_rate: l.frame_rate,
-            frame_rate_window_ms: l.frame_rate_window_ms,
-            outbound_queue_frames: l.outbound_queue_frames,
-            backlog_page: l.backlog_page,
-            max_channels: l.max_channels,
-            max_channel_message_bytes: l.max_channel_message_bytes,
-            max_publish_data_bytes: l.max_publish_data_bytes,
-            command_rate: l.command_rate,
-            command_rate_window_ms: l.command_rate_window_ms,
-            idempotency_retention_ms: l.idempotency_retention_ms,
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct HeartbeatJson {
-    ping_interval_ms: u64,
-    pong_timeout_ms: u64,
-}
-
-impl Default for HeartbeatJson {
-    fn default() -> HeartbeatJson {
-        let h = Heartbeat::default();
-        HeartbeatJson {
-            ping_interval_ms: h.ping_interval_ms,
-            pong_timeout_ms: h.pong_timeout_ms,
-        }
-    }
-}
-
 /// Parses the JSON configuration; the error names the offending key.
 pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
     let c: ConfigJson = serde_json::from_str(json)?;
@@ -152,11 +70,8 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
                 max_connections: a.max_connections,
             })
             .collect(),
-        limits: c.limits.into(),
-        heartbeat: Heartbeat {
-            ping_interval_ms: c.heartbeat.ping_interval_ms,
-            pong_timeout_ms: c.heartbeat.pong_timeout_ms,
-        },
+        limits: c.limits,
+        heartbeat: c.heartbeat,
     })
 }
 

@@ -299,8 +299,8 @@ impl WasmEngine {
     /// The configured limits, with the keys of `bubble.toml`'s `[limits]`.
     #[wasm_bindgen(unchecked_return_type = "Limits")]
     pub fn limits(&self) -> Result<JsValue, JsValue> {
-        let json = serde_json::to_string(&config::LimitsJson::from(self.inner.limits()))
-            .map_err(|e| js::error("internal", e))?;
+        let json =
+            serde_json::to_string(self.inner.limits()).map_err(|e| js::error("internal", e))?;
         js::parse_json(&json)
     }
 }

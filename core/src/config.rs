@@ -1,6 +1,8 @@
 //! Engine configuration: principals, apps, limits and timers. The host
 //! builds it from its config file, env and flags.
 
+use serde::{Deserialize, Serialize};
+
 use crate::ids::PrincipalId;
 
 /// Everything the engine is configured with.
@@ -40,8 +42,11 @@ pub struct AppConfig {
     pub max_connections: Option<usize>,
 }
 
-/// Per-connection and per-request limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Per-connection and per-request limits. Every host reads them from its
+/// config under the field names below (`[limits]` in TOML, `limits` in
+/// JSON); a missing field keeps its default, an unknown one is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Largest event body, in bytes of JSON (SPEC §2: 64 KiB).
     pub max_event_bytes: usize,
@@ -92,8 +97,10 @@ impl Default for Limits {
     }
 }
 
-/// WebSocket Ping cadence and Pong deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// WebSocket Ping cadence and Pong deadline (`[heartbeat]` in a host's
+/// config; missing fields keep their defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Heartbeat {
     /// Time between Pings (20 s).
     pub ping_interval_ms: u64,

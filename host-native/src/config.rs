@@ -74,9 +74,9 @@ struct FileConfig {
     #[serde(default)]
     apps: Vec<FileApp>,
     #[serde(default)]
-    limits: FileLimits,
+    limits: Limits,
     #[serde(default)]
-    heartbeat: FileHeartbeat,
+    heartbeat: Heartbeat,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,45 +107,6 @@ struct FileApp {
     key: String,
     secret: String,
     max_connections: Option<usize>,
-}
-
-/// Declares the optional `[limits]` table and its merge over the defaults.
-macro_rules! limits_table {
-    ($($field:ident: $ty:ty),* $(,)?) => {
-        #[derive(Debug, Default, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct FileLimits { $($field: Option<$ty>,)* }
-
-        impl FileLimits {
-            fn merge(&self, mut limits: Limits) -> Limits {
-                $(if let Some(v) = self.$field { limits.$field = v; })*
-                limits
-            }
-        }
-    };
-}
-
-limits_table! {
-    max_event_bytes: usize,
-    max_ws_frame_bytes: usize,
-    max_subscriptions: usize,
-    frame_rate: u32,
-    frame_rate_window_ms: u64,
-    outbound_queue_frames: usize,
-    backlog_page: usize,
-    max_channels: usize,
-    max_channel_message_bytes: usize,
-    max_publish_data_bytes: usize,
-    command_rate: u32,
-    command_rate_window_ms: u64,
-    idempotency_retention_ms: u64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileHeartbeat {
-    ping_interval_ms: Option<u64>,
-    pong_timeout_ms: Option<u64>,
 }
 
 /// Paths the server answers itself, which `ws_path` cannot take.
@@ -237,18 +198,8 @@ impl Settings {
                  other than / /socket /healthz /readyz /metrics and not under /v1/threads or /api/apps"
             )));
         }
-        let defaults = Heartbeat::default();
-        let heartbeat = Heartbeat {
-            ping_interval_ms: file
-                .heartbeat
-                .ping_interval_ms
-                .unwrap_or(defaults.ping_interval_ms),
-            pong_timeout_ms: file
-                .heartbeat
-                .pong_timeout_ms
-                .unwrap_or(defaults.pong_timeout_ms),
-        };
-        let limits = file.limits.merge(Limits::default());
+        let heartbeat = file.heartbeat;
+        let limits = file.limits;
         if limits.outbound_queue_frames == 0 {
             return Err(ConfigError::Invalid(
                 "limits.outbound_queue_frames must be at least 1".into(),
