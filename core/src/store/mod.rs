@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::ids::{PrincipalId, ThreadId};
 use crate::model::{Participant, StoredEvent};
 use crate::policy::Role;
@@ -21,8 +23,16 @@ use crate::policy::Role;
 #[error("store failure: {0}")]
 pub struct StoreError(pub String);
 
-/// One durable mutation, decided by the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One durable mutation, decided by the engine. Its JSON form (for hosts
+/// that keep a log of writes) names the operation as the one key, e.g.
+/// `{"appendEvent":{"threadId":"t","seq":1,"idempotencyKey":null,"event":{…}}}`,
+/// with the event embedded verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    deny_unknown_fields
+)]
 pub enum Write {
     /// A new, empty thread.
     CreateThread {
@@ -49,6 +59,7 @@ pub enum Write {
         /// The append's idempotency key, if any (unique per thread).
         idempotency_key: Option<String>,
         /// The persisted event's JSON.
+        #[serde(rename = "event", with = "raw_json")]
         json: Arc<str>,
     },
     /// A grant was created or replaced.
@@ -141,5 +152,6 @@ pub trait Backend: EventStore {
 #[cfg(feature = "contract")]
 pub mod contract;
 mod memory;
+mod raw_json;
 
 pub use memory::MemoryStore;
