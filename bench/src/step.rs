@@ -277,8 +277,10 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
 /// first is not), then bisects twice between the last good and the first
 /// bad rate. A step whose generator was starved (a shared machine) is
 /// measured once more; a second generator-bound step, or a server that
-/// closed subscribers, ends the search. `run` measures one rate at one
-/// step number.
+/// closed subscribers, ends the search. The first step also warms a fresh
+/// server (connections, caches, the store's files): when it misses, it is
+/// measured once more before the search shrinks. `run` measures one rate at
+/// one step number.
 pub fn search<E>(
     start: f64,
     factor: f64,
@@ -291,6 +293,7 @@ pub fn search<E>(
     let mut good: Option<f64> = None;
     let mut bad: Option<f64> = None;
     let mut rate = start;
+    let mut warmed = false;
     let room = |step: u8| (step as usize) < crate::stamp::MAX_STEPS;
     let mut measure =
         |step: &mut u8, rate: f64, out: &mut Vec<StepResult>| -> Result<StepResult, E> {
@@ -314,6 +317,11 @@ pub fn search<E>(
         if stop {
             return Ok(out);
         }
+        if !ok && !warmed && good.is_none() && bad.is_none() {
+            warmed = true;
+            continue;
+        }
+        warmed = true;
         if ok {
             good = Some(rate);
             if bad.is_some() {
@@ -368,4 +376,86 @@ pub fn max_sustainable(steps: &[StepResult]) -> f64 {
         .filter(|s| s.sustainable)
         .map(|s| s.throughput)
         .fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(step: u8, rate: f64, sustainable: bool) -> StepResult {
+        StepResult {
+            step,
+            target_rate: rate,
+            secs: 1.0,
+            expected: rate as u64,
+            completed: rate as u64,
+            ratio: 1.0,
+            throughput: rate,
+            p50_ms: 1.0,
+            p99_ms: if sustainable { 1.0 } else { 100.0 },
+            p999_ms: 1.0,
+            samples: 1,
+            ack_p99_ms: 1.0,
+            server_cores: 0.5,
+            gen_cores: 0.5,
+            server_wait: 0.0,
+            gen_wait: 0.0,
+            late_share: 0.0,
+            late_p99_ms: 0.0,
+            dropped: 0,
+            errors: 0,
+            first_error: None,
+            closed: 0,
+            loadavg: 0.0,
+            valid: true,
+            sustainable,
+        }
+    }
+
+    /// A server that sustains up to `capacity`, except for the steps in `misses`.
+    fn rates(capacity: f64, misses: &[u8]) -> Vec<(f64, bool)> {
+        let steps = search(1000.0, 2.0, 10, 1, |step, rate| {
+            let ok = rate <= capacity && !misses.contains(&step);
+            Ok::<_, ()>(outcome(step, rate, ok))
+        })
+        .expect("search");
+        steps
+            .iter()
+            .map(|s| (s.target_rate, s.sustainable))
+            .collect()
+    }
+
+    #[test]
+    fn grows_until_a_miss_then_bisects_twice() {
+        assert_eq!(
+            rates(5000.0, &[]),
+            [
+                (1000.0, true),
+                (2000.0, true),
+                (4000.0, true),
+                (8000.0, false),
+                (6000.0, false),
+                (5000.0, true)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missed_first_step_is_measured_once_more_before_shrinking() {
+        assert_eq!(
+            rates(1500.0, &[1]),
+            [
+                (1000.0, false),
+                (1000.0, true),
+                (2000.0, false),
+                (1500.0, true),
+                (1750.0, false)
+            ]
+        );
+        let shrunk = rates(700.0, &[]);
+        assert_eq!(
+            shrunk[..3],
+            [(1000.0, false), (1000.0, false), (500.0, true)]
+        );
+    }
 }

@@ -93,6 +93,10 @@ fn run_worker(
         stats.batches.fetch_add(batches, Ordering::Relaxed);
         // The engine task may already be gone at shutdown; the commit stands.
         let _ = done.send(last);
+        // Housekeeping only: the commit stands, the next one retries.
+        if let Err(e) = writer.after_commit() {
+            tracing::warn!(error = %e, "store housekeeping failed");
+        }
     }
     tracing::debug!("persistence worker flushed and stopped");
 }

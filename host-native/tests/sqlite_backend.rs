@@ -86,3 +86,30 @@ fn readers_see_committed_writes() {
     assert_eq!(events.len(), 1);
     assert_eq!(&*events[0].json, "{\"seq\":2}");
 }
+
+#[test]
+fn the_wal_is_checkpointed_and_restarted_between_commits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("b.db");
+    let mut store = SqliteStore::open(&path).expect("open");
+    store.apply(&[create("t")]).expect("create");
+    let filler = "x".repeat(3000);
+    for seq in 1..=2_000u64 {
+        let event = Write::AppendEvent {
+            thread_id: thread("t"),
+            seq,
+            idempotency_key: None,
+            json: Arc::from(format!("{{\"seq\":{seq},\"filler\":\"{filler}\"}}")),
+        };
+        store.apply(&[event]).expect("append");
+        store.after_commit().expect("after commit");
+    }
+    // 2,000 commits of about 6 MB of events: without checkpoints that
+    // restart it, the WAL would hold every one of them.
+    let wal = std::fs::metadata(dir.path().join("b.db-wal")).expect("the WAL exists");
+    assert!(wal.len() < 4 * 1024 * 1024, "WAL of {} bytes", wal.len());
+    let events = store
+        .read_events(&thread("t"), 1, u64::MAX, 5_000)
+        .expect("read");
+    assert_eq!(events.len(), 2_000);
+}

@@ -147,6 +147,13 @@ pub trait Backend: EventStore {
 
     /// Applies `writes` atomically; on `Ok` they are durable.
     fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError>;
+
+    /// Housekeeping the host runs after it reported a commit durable, off
+    /// the acknowledgement path (SQLite checkpoints its WAL here). Nothing
+    /// by default.
+    fn after_commit(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 #[cfg(feature = "contract")]

@@ -1,65 +1,48 @@
-//! WAL checkpoints off the commit path.
+//! WAL checkpoints by the writer, after a commit was reported durable.
 //!
-//! By default SQLite checkpoints inside the commit that grows the WAL past
-//! 1000 pages: that commit then also copies pages into the database file and
-//! fsyncs it, and every append waiting for it waits that much longer. The
-//! writer turns automatic checkpoints off and this thread runs a passive
-//! checkpoint on its own connection at a fixed interval instead; a passive
-//! checkpoint never blocks the writer (WAL lets both proceed). Durability is
-//! unchanged: a commit is durable once its WAL frames are synced, whenever
-//! they are later copied into the database file.
+//! SQLite's automatic checkpoint runs inside the commit that grows the WAL
+//! past 1000 pages: that commit also copies pages into the database file and
+//! fsyncs it before it returns, and every append waiting for it waits that
+//! much longer. A checkpoint on another connection, running while the writer
+//! keeps committing, never catches up with the newest frames, so the WAL is
+//! never reset and grows without bound under sustained load.
+//!
+//! So the writer turns automatic checkpoints off and checkpoints itself every
+//! [`COMMITS_PER_CHECKPOINT`] commits, from [`Backend::after_commit`]: the
+//! persistence worker calls it once the commit's batches were reported
+//! durable, so no acknowledgement waits for it, and no commit runs during it,
+//! so it copies every frame and the next commit starts the WAL over from its
+//! beginning. Durability is unchanged: a commit is durable once its WAL
+//! frames are synced, whenever they are later copied into the database file.
+//!
+//! [`Backend::after_commit`]: bubble_core::store::Backend::after_commit
 
-use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread::JoinHandle;
-use std::time::Duration;
-
-use bubble_core::store::StoreError;
 use rusqlite::Connection;
 
-/// Time between two checkpoints.
-const INTERVAL: Duration = Duration::from_millis(100);
+use bubble_core::store::StoreError;
 
-/// The checkpoint thread; stopped and joined when dropped.
-#[derive(Debug)]
-pub(super) struct Checkpointer {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+/// Commits between two checkpoints.
+pub(super) const COMMITS_PER_CHECKPOINT: u32 = 64;
+
+/// The WAL file is truncated to this size when a checkpoint resets it after
+/// a burst grew it (`journal_size_limit`).
+pub(super) const WAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// Counts commits and says when to checkpoint.
+#[derive(Debug, Default)]
+pub(super) struct Checkpoints {
+    commits: u32,
 }
 
-impl Checkpointer {
-    /// Starts checkpointing the database at `path` (already in WAL mode).
-    pub(super) fn start(path: &Path, busy_timeout: Duration) -> Result<Checkpointer, StoreError> {
-        let conn = Connection::open(path)
-            .map_err(|e| StoreError(format!("opening the checkpoint connection: {e}")))?;
-        conn.busy_timeout(busy_timeout)
-            .map_err(|e| StoreError(format!("busy_timeout: {e}")))?;
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("bubble-checkpoint".into())
-            .spawn(move || run(&conn, &stopped))
-            .map_err(|e| StoreError(format!("starting the checkpoint thread: {e}")))?;
-        Ok(Checkpointer {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-}
-
-fn run(conn: &Connection, stopped: &mpsc::Receiver<()>) {
-    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(INTERVAL) {
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            // The next interval retries; the WAL only grows meanwhile.
-            tracing::warn!(error = %e, "WAL checkpoint failed");
+impl Checkpoints {
+    /// Records one commit; checkpoints on `conn` when one is due.
+    pub(super) fn after_commit(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        self.commits += 1;
+        if self.commits < COMMITS_PER_CHECKPOINT {
+            return Ok(());
         }
-    }
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.commits = 0;
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(|e| StoreError(format!("WAL checkpoint: {e}")))
     }
 }

@@ -9,8 +9,8 @@
 //! delivery that depends on a write only then.
 //!
 //! Readers ([`SqliteReader`]) use their own connections; WAL lets them read
-//! committed data while the writer commits. WAL checkpoints run on a thread
-//! of their own (see `checkpoint.rs`), never inside a commit.
+//! committed data while the writer commits. The writer checkpoints the WAL
+//! itself between commits, never inside one (see `checkpoint.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,7 +21,7 @@ use bubble_core::policy::Role;
 use bubble_core::store::{Backend, EventStore, Snapshot, StoreError, ThreadRecord, Write};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::checkpoint::Checkpointer;
+use super::checkpoint::{Checkpoints, WAL_SIZE_LIMIT};
 use super::lock::{self, StoreLock};
 use super::{migrations, OpenError};
 
@@ -33,8 +33,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    /// Runs the WAL checkpoints (stopped before the lock is released).
-    _checkpointer: Checkpointer,
+    /// When the next WAL checkpoint is due.
+    checkpoints: Checkpoints,
     /// Held while the store is open: one server per file.
     _lock: StoreLock,
 }
@@ -79,16 +79,17 @@ impl SqliteStore {
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
             .map_err(store_err("pragmas"))?;
-        // Checkpoints run on their own thread, not inside commits.
+        // The writer checkpoints after commits, not inside them.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(store_err("wal_autocheckpoint"))?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
+            .map_err(store_err("journal_size_limit"))?;
         let mut conn = conn;
         migrations::run(&mut conn)?;
-        let checkpointer = Checkpointer::start(path, BUSY_TIMEOUT)?;
         Ok(SqliteStore {
             conn,
             path: path.to_owned(),
-            _checkpointer: checkpointer,
+            checkpoints: Checkpoints::default(),
             _lock: lock,
         })
     }
@@ -297,6 +298,10 @@ impl Backend for SqliteStore {
             apply_one(&tx, write)?;
         }
         tx.commit().map_err(store_err("commit"))
+    }
+
+    fn after_commit(&mut self) -> Result<(), StoreError> {
+        self.checkpoints.after_commit(&self.conn)
     }
 }
 
