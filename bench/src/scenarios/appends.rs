@@ -22,7 +22,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let (appenders, threads, start, growth) = if ctx.smoke {
         (4, 2, 200.0, 1)
     } else {
-        (64, 16, 2_000.0, 10)
+        (super::HTTP_APPENDERS, 16, 2_000.0, 10)
     };
     let mut out = Vec::new();
     let mut parts = Vec::new();
@@ -112,7 +112,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     }
     println!(
         "appends ({} concurrent appenders): {}",
-        if ctx.smoke { 4 } else { 64 },
+        appenders,
         parts.join("; ")
     );
     crate::results::append(&ctx.results_dir, "appends", json!({ "runs": out }))?;

@@ -6,6 +6,10 @@ pub mod fanout;
 pub mod idle;
 pub mod thread_fanout;
 
+/// Concurrent HTTP appenders of the thread scenarios (3 and 4): one
+/// keep-alive connection each, one append in flight per connection.
+pub const HTTP_APPENDERS: usize = 64;
+
 /// Milliseconds with two decimals, for result lines.
 pub fn ms(v: f64) -> String {
     format!("{v:.2} ms")

@@ -37,7 +37,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
     let (subs, threads, common, growth) = if ctx.smoke {
         (20, 2, 500.0, 1)
     } else {
-        (1000, 10, 20_000.0, 8)
+        (1000, 10, 20_000.0, 12)
     };
     let tag = format!(
         "t{}x{}",
@@ -86,13 +86,16 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
         growth,
         1,
         |s, deliveries| -> Result<StepResult, BenchError> {
-            let plan = ctx.plan(
+            let mut plan = ctx.plan(
                 server.addr,
                 transport.clone(),
                 targets.clone(),
                 deliveries / fanout as f64,
                 s,
             );
+            if !ws && !ctx.smoke {
+                plan.conns = super::HTTP_APPENDERS;
+            }
             let r = step::delivery_step(&env, &pool, &plan, fanout)?;
             eprintln!("  thread-fanout {label} step {s}: {}", r.line());
             if let Some(e) = &r.first_error {
@@ -151,16 +154,28 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
             ));
         }
     }
-    let (mem, sql) = (max("memory", "http").0, max("sqlite", "http").0);
-    let ratio = if mem > 0.0 { sql / mem } else { 0.0 };
+    let ratio = |t: &str| {
+        let (mem, sql) = (max("memory", t).0, max("sqlite", t).0);
+        if mem > 0.0 {
+            sql / mem
+        } else {
+            0.0
+        }
+    };
+    let (http, ws) = (ratio("http"), ratio("ws"));
     println!(
-        "thread-fanout: {}; sqlite/memory (http) {ratio:.2}",
+        "thread-fanout: {}; sqlite/memory {http:.2} (http), {ws:.2} (ws)",
         parts.join("; ")
     );
     crate::results::append(
         &ctx.results_dir,
         "thread-fanout",
-        json!({ "runs": runs, "sqlite_over_memory_http": ratio }),
+        json!({
+            "runs": runs,
+            "http_appenders": if ctx.smoke { ctx.pub_conns } else { super::HTTP_APPENDERS },
+            "sqlite_over_memory_http": http,
+            "sqlite_over_memory_ws": ws,
+        }),
     )?;
     Ok(())
 }
