@@ -3,6 +3,8 @@
 //! The worker is a dedicated thread owning the store's writer. It blocks for
 //! one batch, takes every other batch already queued, applies them all in one
 //! transaction and commits; only then does it report the last batch durable.
+//! While writers are busy (the last commit grouped several batches) it waits
+//! [`COMMIT_DELAY`] before gathering, so that more batches share one commit.
 //! Batches arrive and are reported in the order the engine issued them.
 //!
 //! A store failure is fatal: the worker logs it and exits the process with
@@ -12,6 +14,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
+use std::time::Duration;
 
 use bubble_core::store::{Backend, Write};
 use bubble_core::BatchId;
@@ -19,6 +22,13 @@ use tokio::sync::mpsc;
 
 /// Writes gathered into one commit before it is cut (bounds one transaction).
 const MAX_GROUP_WRITES: usize = 16 * 1024;
+
+/// How long the worker lets more batches arrive before a commit, when the
+/// previous commit grouped more than one batch (the writers are busy). An
+/// idle server commits at once; a busy one trades this much latency for
+/// fewer, larger commits: each commit costs an `fsync` and, on one core, CPU
+/// the engine would otherwise use (BENCHMARKS.md, run G).
+const COMMIT_DELAY: Duration = Duration::from_micros(250);
 
 /// The exit status after a store failure.
 pub(crate) const STORE_FAILURE_EXIT: i32 = 1;
@@ -76,7 +86,11 @@ fn run_worker(
 ) {
     // `recv` fails once the engine dropped its sender and the queue is empty:
     // everything handed over has been committed.
+    let mut busy = false;
     while let Ok((mut last, mut writes)) = rx.recv() {
+        if busy {
+            std::thread::sleep(COMMIT_DELAY);
+        }
         let mut batches = 1;
         while writes.len() < MAX_GROUP_WRITES {
             let Ok((batch, more)) = rx.try_recv() else {
@@ -89,6 +103,7 @@ fn run_worker(
         if let Err(e) = writer.apply(&writes) {
             fail(&e);
         }
+        busy = batches > 1;
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.batches.fetch_add(batches, Ordering::Relaxed);
         // The engine task may already be gone at shutdown; the commit stands.
