@@ -33,6 +33,16 @@ pub struct ThreadRun {
     pub generator_bound: bool,
 }
 
+/// HTTP appender connections: the appends scenario's count, or the
+/// publisher's default in a smoke run.
+fn http_appenders(ctx: &Ctx) -> usize {
+    if ctx.smoke {
+        ctx.pub_conns
+    } else {
+        super::HTTP_APPENDERS
+    }
+}
+
 fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadRun, BenchError> {
     let (subs, threads, common, growth) = if ctx.smoke {
         (20, 2, 500.0, 1)
@@ -93,8 +103,8 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
                 deliveries / fanout as f64,
                 s,
             );
-            if !ws && !ctx.smoke {
-                plan.conns = super::HTTP_APPENDERS;
+            if !ws {
+                plan.conns = http_appenders(ctx);
             }
             let r = step::delivery_step(&env, &pool, &plan, fanout)?;
             eprintln!("  thread-fanout {label} step {s}: {}", r.line());
@@ -172,7 +182,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
         "thread-fanout",
         json!({
             "runs": runs,
-            "http_appenders": if ctx.smoke { ctx.pub_conns } else { super::HTTP_APPENDERS },
+            "http_appenders": http_appenders(ctx),
             "sqlite_over_memory_http": http,
             "sqlite_over_memory_ws": ws,
         }),

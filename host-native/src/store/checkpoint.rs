@@ -22,7 +22,7 @@ use rusqlite::Connection;
 use bubble_core::store::StoreError;
 
 /// Commits between two checkpoints.
-pub(super) const COMMITS_PER_CHECKPOINT: u32 = 64;
+const COMMITS_PER_CHECKPOINT: u32 = 64;
 
 /// The WAL file is truncated to this size when a checkpoint resets it after
 /// a burst grew it (`journal_size_limit`).
