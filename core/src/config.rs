@@ -63,6 +63,9 @@ pub struct Limits {
     pub outbound_queue_frames: usize,
     /// Backlog events sent per drain of a catching-up connection.
     pub backlog_page: usize,
+    /// Threads the engine keeps cached (their records, grants and
+    /// participants); threads in use are kept beyond it.
+    pub thread_cache: usize,
     /// Channels per pubb socket (100).
     pub max_channels: usize,
     /// Largest pubb client message (16 KiB; larger closes 1009).
@@ -87,6 +90,7 @@ impl Default for Limits {
             frame_rate_window_ms: 1000,
             outbound_queue_frames: 8192,
             backlog_page: 256,
+            thread_cache: 10_000,
             max_channels: 100,
             max_channel_message_bytes: 16 * 1024,
             max_publish_data_bytes: 10 * 1024,

@@ -2,171 +2,19 @@
 //! threads and channels state machines; decides nothing itself.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::auth::Authenticator;
 use crate::channels::Channels;
 use crate::config::{Config, Limits};
+use crate::ctx::Ctx;
 use crate::heartbeat::{Beat, Heartbeats};
-use crate::http::{HttpRequest, HttpResponse};
+use crate::http::HttpResponse;
 use crate::idgen::IdGen;
-use crate::ids::{BatchId, ConnId, Millis, RequestId};
+use crate::ids::{ConnId, Millis};
+use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
-use crate::store::{EventStore, Snapshot, Write};
 use crate::threads::Threads;
-
-/// A serialized frame, built once and shared by every recipient.
-pub type SharedFrame = Arc<str>;
-
-/// A WebSocket data frame from a client.
-#[derive(Debug, Clone, Copy)]
-pub enum WsFrame<'a> {
-    /// A text frame.
-    Text(&'a str),
-    /// A binary frame (not part of either protocol).
-    Binary(&'a [u8]),
-}
-
-/// Which acknowledgement a pubb socket asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChannelProtocol {
-    /// `protocol=2`: `pubb:subscription_succeeded`.
-    V2,
-    /// No `protocol=2`: the legacy `pubb_internal:subscription_succeeded`.
-    Legacy,
-}
-
-/// Something that happened, reported by the host.
-#[derive(Debug, Clone, Copy)]
-pub enum Input<'a> {
-    /// A `/v1/ws` socket was upgraded; `token` is the bearer from the
-    /// `Authorization` header or `?access_token=` (None when absent).
-    OpenThreads {
-        /// The host's handle for the socket.
-        conn: ConnId,
-        /// The bearer token, if any.
-        token: Option<&'a str>,
-    },
-    /// A `/socket` was upgraded after [`Engine::channel_handshake`] accepted it.
-    OpenChannels {
-        /// The host's handle for the socket.
-        conn: ConnId,
-        /// The `appKey` query parameter.
-        app_key: &'a str,
-        /// The acknowledgement mode.
-        protocol: ChannelProtocol,
-    },
-    /// A data frame arrived.
-    Frame {
-        /// The socket.
-        conn: ConnId,
-        /// The frame.
-        frame: WsFrame<'a>,
-    },
-    /// A WebSocket Pong arrived.
-    Pong {
-        /// The socket.
-        conn: ConnId,
-    },
-    /// Everything sent to `conn` so far has been written; backlog may go on
-    /// (the answer to [`Output::WantDrained`]).
-    Drained {
-        /// The socket.
-        conn: ConnId,
-    },
-    /// The socket is gone (closed by either side or by the host).
-    Closed {
-        /// The socket.
-        conn: ConnId,
-    },
-    /// An HTTP request for an engine route ([`crate::http::is_engine_route`]).
-    Http {
-        /// The host's handle, echoed in [`Output::Respond`].
-        req: RequestId,
-        /// The request.
-        request: HttpRequest<'a>,
-    },
-    /// Every batch up to and including `batch` is durable.
-    Persisted {
-        /// The batch.
-        batch: BatchId,
-    },
-    /// A deadline from [`Engine::poll_timeout`] passed (early ticks are harmless).
-    Tick,
-}
-
-/// Something the host must do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    /// Send a text frame.
-    Send {
-        /// The socket.
-        conn: ConnId,
-        /// The frame.
-        frame: SharedFrame,
-    },
-    /// Send a WebSocket Ping.
-    Ping {
-        /// The socket.
-        conn: ConnId,
-    },
-    /// Close the socket with `code` (1006: drop it without a close frame).
-    /// The host reports [`Input::Closed`] afterwards.
-    Close {
-        /// The socket.
-        conn: ConnId,
-        /// The WebSocket close code.
-        code: u16,
-    },
-    /// Answer an HTTP request.
-    Respond {
-        /// The request.
-        req: RequestId,
-        /// The response.
-        response: HttpResponse,
-    },
-    /// Make `writes` durable (atomically), then report [`Input::Persisted`].
-    /// Batches must be reported in order.
-    Persist {
-        /// The batch.
-        batch: BatchId,
-        /// The writes.
-        writes: Vec<Write>,
-    },
-    /// Report [`Input::Drained`] for `conn` once what was sent to it so far
-    /// has been written (flow control for backlog replay).
-    WantDrained {
-        /// The socket.
-        conn: ConnId,
-    },
-}
-
-/// The host broke the driving contract (never a peer's fault).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Misuse {
-    /// An input named a connection that is not open.
-    #[error("unknown connection {0:?}")]
-    UnknownConn(ConnId),
-    /// An open input reused a connection id that is still open.
-    #[error("connection {0:?} is already open")]
-    ConnInUse(ConnId),
-    /// `Persisted` named a batch that was never issued.
-    #[error("batch {0:?} was never issued")]
-    UnknownBatch(BatchId),
-    /// The start-up snapshot is inconsistent.
-    #[error("invalid snapshot: {0}")]
-    InvalidSnapshot(String),
-}
-
-/// Shared services handed to the state machines for one input.
-pub(crate) struct Ctx<'a> {
-    pub(crate) now: Millis,
-    pub(crate) out: &'a mut Outbox,
-    pub(crate) ids: &'a mut IdGen,
-    pub(crate) metrics: &'a mut Metrics,
-    pub(crate) limits: &'a Limits,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ConnKind {
@@ -178,7 +26,6 @@ enum ConnKind {
 pub struct Engine {
     config: Config,
     auth: Authenticator,
-    store: Box<dyn EventStore>,
     threads: Threads,
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
@@ -189,37 +36,25 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// An engine over `snapshot` (from [`crate::store::Backend::load`]),
-    /// reading history through `store`, generating ids from `seed`.
-    pub fn new(
-        config: Config,
-        seed: u64,
-        snapshot: Snapshot,
-        store: Box<dyn EventStore>,
-    ) -> Result<Engine, Misuse> {
-        Ok(Engine {
+    /// An engine with nothing loaded, generating ids and version tokens
+    /// from `seed` (engines sharing a store must have different seeds).
+    pub fn new(config: Config, seed: u64) -> Engine {
+        Engine {
             auth: Authenticator::new(&config.auth),
-            threads: Threads::new(snapshot, &config)?,
+            threads: Threads::new(&config),
             channels: Channels::new(&config),
             heartbeats: Heartbeats::new(config.heartbeat),
             conns: HashMap::new(),
             out: Outbox::default(),
             ids: IdGen::new(seed),
             metrics: Metrics::default(),
-            store,
             config,
-        })
+        }
     }
 
     /// Processes one input. Afterwards drain [`Engine::poll_output`] to
     /// `None` and re-arm one timer from [`Engine::poll_timeout`].
     pub fn handle(&mut self, now: Millis, input: Input<'_>) -> Result<(), Misuse> {
-        let result = self.dispatch(now, input);
-        self.out.seal();
-        result
-    }
-
-    fn dispatch(&mut self, now: Millis, input: Input<'_>) -> Result<(), Misuse> {
         let mut cx = Ctx {
             now,
             out: &mut self.out,
@@ -227,78 +62,121 @@ impl Engine {
             metrics: &mut self.metrics,
             limits: &self.config.limits,
         };
+        let result = Self::dispatch(
+            &mut cx,
+            &mut self.threads,
+            &mut self.channels,
+            &mut self.conns,
+            &mut self.heartbeats,
+            &self.auth,
+            input,
+        );
+        self.threads.end_input(&mut cx);
+        result
+    }
+
+    fn dispatch(
+        cx: &mut Ctx<'_>,
+        threads: &mut Threads,
+        channels: &mut Channels,
+        conns: &mut HashMap<ConnId, ConnKind>,
+        heartbeats: &mut Heartbeats,
+        auth: &Authenticator,
+        input: Input<'_>,
+    ) -> Result<(), Misuse> {
+        let now = cx.now;
         match input {
             Input::OpenThreads { conn, token } => {
-                Self::register(&mut self.conns, conn, ConnKind::Threads)?;
-                self.heartbeats.open(now, conn);
+                Self::register(conns, conn, ConnKind::Threads)?;
+                heartbeats.open(now, conn);
                 let principal = token
                     .ok_or(crate::auth::AuthError::Missing)
-                    .and_then(|t| self.auth.authenticate(t, now));
-                self.threads.open(&mut cx, conn, principal);
+                    .and_then(|t| auth.authenticate(t, now));
+                threads.open(cx, conn, principal);
             }
             Input::OpenChannels {
                 conn,
                 app_key,
                 protocol,
             } => {
-                Self::register(&mut self.conns, conn, ConnKind::Channels)?;
-                self.heartbeats.open(now, conn);
-                self.channels.open(&mut cx, conn, app_key, protocol);
+                Self::register(conns, conn, ConnKind::Channels)?;
+                heartbeats.open(now, conn);
+                channels.open(cx, conn, app_key, protocol);
             }
             Input::Frame { conn, frame } => {
                 cx.metrics.frames_in += 1;
-                match Self::kind_of(&self.conns, conn)? {
-                    ConnKind::Threads => self.threads.frame(&mut cx, &*self.store, conn, frame),
-                    ConnKind::Channels => self.channels.frame(&mut cx, conn, frame),
+                match Self::kind_of(conns, conn)? {
+                    ConnKind::Threads => threads.frame(cx, conn, frame),
+                    ConnKind::Channels => channels.frame(cx, conn, frame),
                 }
             }
             Input::Pong { conn } => {
-                Self::kind_of(&self.conns, conn)?;
-                self.heartbeats.pong(now, conn);
+                Self::kind_of(conns, conn)?;
+                heartbeats.pong(now, conn);
             }
             Input::Drained { conn } => {
-                if Self::kind_of(&self.conns, conn)? == ConnKind::Threads {
-                    self.threads.drained(&mut cx, &*self.store, conn);
+                if Self::kind_of(conns, conn)? == ConnKind::Threads {
+                    threads.drained(cx, conn);
                 }
             }
             Input::Closed { conn } => {
-                let kind = self.conns.remove(&conn).ok_or(Misuse::UnknownConn(conn))?;
-                self.heartbeats.close(conn);
+                let kind = conns.remove(&conn).ok_or(Misuse::UnknownConn(conn))?;
+                heartbeats.close(conn);
                 match kind {
-                    ConnKind::Threads => self.threads.closed(&mut cx, conn),
-                    ConnKind::Channels => self.channels.closed(&mut cx, conn),
+                    ConnKind::Threads => threads.closed(cx, conn),
+                    ConnKind::Channels => channels.closed(cx, conn),
                 }
             }
             Input::Http { req, request } => {
                 if request.path.starts_with("/api/apps/") {
-                    self.channels.http(&mut cx, req, &request);
+                    channels.http(cx, req, &request);
                 } else {
                     let principal = crate::auth::bearer(request.authorization)
-                        .and_then(|t| self.auth.authenticate(t, now));
-                    self.threads
-                        .http(&mut cx, &*self.store, req, principal, &request);
+                        .and_then(|t| auth.authenticate(t, now));
+                    threads.http(cx, req, principal, &request);
                 }
             }
             Input::Persisted { batch } => {
-                if !self.out.persisted(batch) {
+                if !cx.out.persisted(batch) {
                     return Err(Misuse::UnknownBatch(batch));
                 }
-                self.threads.persisted(batch);
+                threads.persisted(cx, batch);
             }
+            Input::PersistFailed { batch, conflicts } => {
+                if batch.0 > cx.out.issued() {
+                    return Err(Misuse::UnknownBatch(batch));
+                }
+                let rerun = threads.persist_failed(cx, batch, &conflicts);
+                cx.out.persisted(batch);
+                threads.persisted(cx, batch);
+                threads.rerun(cx, rerun);
+            }
+            Input::ReadDone { read, result } => threads.read_done(cx, read, result),
+            Input::Changed {
+                thread,
+                head_seq,
+                version,
+            } => threads.changed(cx, &thread, head_seq, version),
             Input::Tick => {
                 let mut beats = Vec::new();
-                self.heartbeats.poll(now, &mut beats);
+                heartbeats.poll(now, &mut beats);
                 for beat in beats {
                     let (conn, out) = match beat {
                         Beat::Ping(conn) => (conn, Output::Ping { conn }),
-                        Beat::Expired(conn) => (conn, Output::Close { conn, code: 1006 }),
+                        Beat::Expired(conn) => (
+                            conn,
+                            Output::Close {
+                                conn,
+                                reason: CloseReason::Dropped,
+                            },
+                        ),
                     };
-                    match self.conns.get(&conn) {
+                    match conns.get(&conn) {
                         Some(ConnKind::Channels) => cx.out.push_unfenced(out),
                         _ => cx.out.push(out),
                     }
                 }
-                self.channels.tick(&mut cx);
+                channels.tick(cx);
             }
         }
         Ok(())

@@ -39,6 +39,12 @@ impl IdGen {
         )
     }
 
+    /// A fresh thread version token: 1..2^63, so that versions decided by
+    /// different engines over one store never coincide in practice.
+    pub fn version(&mut self) -> u64 {
+        (self.0.next_u64() >> 1).max(1)
+    }
+
     /// A fresh thread id: `th_` and 20 hex characters.
     pub fn thread_id(&mut self) -> String {
         format!("th_{}", &self.hex32()[..20])

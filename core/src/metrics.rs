@@ -12,6 +12,12 @@ pub struct Metrics {
     pub thread_connections: u64,
     /// Open thread subscriptions.
     pub thread_subscriptions: u64,
+    /// Threads held in the engine's cache.
+    pub thread_cache_entries: u64,
+    /// Store reads asked for.
+    pub store_reads: u64,
+    /// Thread write groups a store refused because another writer got there first.
+    pub write_conflicts: u64,
     /// Events appended (durable or pending).
     pub events_appended: u64,
     /// Client frames received on both protocols.
@@ -50,6 +56,24 @@ impl Metrics {
             "gauge",
             "Open /v1/ws connections.",
             self.thread_connections,
+        );
+        metric(
+            "bubble_thread_cache_entries",
+            "gauge",
+            "Threads held in the engine's cache.",
+            self.thread_cache_entries,
+        );
+        metric(
+            "bubble_store_reads_total",
+            "counter",
+            "Store reads the engine asked for.",
+            self.store_reads,
+        );
+        metric(
+            "bubble_write_conflicts_total",
+            "counter",
+            "Thread write groups refused because another writer changed the thread first.",
+            self.write_conflicts,
         );
         metric(
             "bubble_subscriptions",

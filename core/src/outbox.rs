@@ -3,22 +3,36 @@
 //! Every output produced after a write is held until the batch holding that
 //! write is reported durable ([`Input::Persisted`](crate::Input::Persisted)):
 //! "acknowledged means durable". The queue is one FIFO, so outputs to a
-//! connection keep their order across the fence.
+//! connection keep their order across the fence. Held outputs carry a
+//! [`Tag`] naming what they depend on, so that the outputs of writes a
+//! backend refused ([`Input::PersistFailed`](crate::Input::PersistFailed))
+//! can be dropped before anyone sees them.
 
 use std::collections::VecDeque;
 
-use crate::engine::Output;
-use crate::ids::BatchId;
-use crate::store::Write;
+use crate::ids::{BatchId, ThreadId};
+use crate::io::Output;
+use crate::store::Batch;
 
-/// Outputs ready to poll, outputs held behind the fence, and the batch being
-/// built by the current input.
+/// What a held output depends on, beyond the fence itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Tag {
+    /// Nothing: released with its fence whatever happens.
+    Plain,
+    /// Carries event `seq` of `thread`, which may be refused.
+    Event { thread: ThreadId, seq: u64 },
+    /// Answers operation `op`, which may be decided again.
+    Op(u64),
+}
+
+/// Outputs ready to poll, outputs held behind the fence, and whether the
+/// current input has written anything.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     persist: VecDeque<Output>,
     ready: VecDeque<Output>,
-    held: VecDeque<(u64, Output)>,
-    building: Vec<Write>,
+    held: VecDeque<(u64, Tag, Output)>,
+    writing: bool,
     issued: u64,
     durable: u64,
 }
@@ -26,37 +40,49 @@ pub(crate) struct Outbox {
 impl Outbox {
     /// Queues `out` behind every write made so far.
     pub(crate) fn push(&mut self, out: Output) {
-        let fence = self.issued + u64::from(!self.building.is_empty());
+        self.push_tagged(out, Tag::Plain);
+    }
+
+    /// Queues `out` behind every write made so far, tagged with what it
+    /// depends on.
+    pub(crate) fn push_tagged(&mut self, out: Output, tag: Tag) {
+        let fence = self.current_batch();
         if fence <= self.durable && self.held.is_empty() {
             self.ready.push_back(out);
         } else {
-            self.held.push_back((fence, out));
+            self.held.push_back((fence, tag, out));
         }
     }
 
     /// Queues `out` ahead of the fence. Only for outputs that depend on no
-    /// write and go to peers that never receive fenced outputs (channel
-    /// sockets and the channels HTTP API): their order among themselves is
-    /// kept, and thread commits never delay them.
+    /// write: reads of durable data, and outputs to peers that never receive
+    /// fenced outputs (channel sockets and the channels HTTP API), whose
+    /// order among themselves is kept and which thread commits never delay.
     pub(crate) fn push_unfenced(&mut self, out: Output) {
         self.ready.push_back(out);
     }
 
-    /// Adds `write` to the batch of the current input.
-    pub(crate) fn write(&mut self, write: Write) {
-        self.building.push(write);
+    /// The current input made a write: outputs pushed from now on wait for
+    /// the batch it will seal.
+    pub(crate) fn mark_writing(&mut self) {
+        self.writing = true;
     }
 
     /// The batch the writes made so far belong to (the fence of new outputs).
     pub(crate) fn current_batch(&self) -> u64 {
-        self.issued + u64::from(!self.building.is_empty())
+        self.issued + u64::from(self.writing)
+    }
+
+    /// The last batch issued.
+    pub(crate) fn issued(&self) -> u64 {
+        self.issued
     }
 
     /// Ends the current input: its writes become one `Persist` batch.
-    pub(crate) fn seal(&mut self) {
-        if !self.building.is_empty() {
+    pub(crate) fn seal(&mut self, writes: Batch) {
+        if self.writing {
+            self.writing = false;
             self.issued += 1;
-            let writes = std::mem::take(&mut self.building);
             self.persist.push_back(Output::Persist {
                 batch: BatchId(self.issued),
                 writes,
@@ -74,13 +100,18 @@ impl Outbox {
         while self
             .held
             .front()
-            .is_some_and(|(fence, _)| *fence <= self.durable)
+            .is_some_and(|(fence, _, _)| *fence <= self.durable)
         {
-            if let Some((_, out)) = self.held.pop_front() {
+            if let Some((_, _, out)) = self.held.pop_front() {
                 self.ready.push_back(out);
             }
         }
         true
+    }
+
+    /// Drops every held output whose tag matches `doomed`.
+    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag) -> bool) {
+        self.held.retain(|(_, tag, _)| !doomed(tag));
     }
 
     /// The next output: persistence requests first, then released outputs.

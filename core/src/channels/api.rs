@@ -3,7 +3,8 @@
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::engine::{Ctx, Output};
+use crate::ctx::Ctx;
+use crate::io::Output;
 use crate::http::{HttpRequest, HttpResponse, Method};
 use crate::ids::RequestId;
 

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::engine::{ChannelProtocol, SharedFrame};
+use crate::io::{ChannelProtocol, SharedFrame};
 
 fn frame(value: &Value) -> SharedFrame {
     SharedFrame::from(value.to_string())

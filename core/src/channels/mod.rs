@@ -30,7 +30,8 @@ mod socket;
 mod tests;
 
 use crate::config::Config;
-use crate::engine::{ChannelProtocol, Ctx, WsFrame};
+use crate::ctx::Ctx;
+use crate::io::{ChannelProtocol, WsFrame};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ConnId, Millis, RequestId};
 

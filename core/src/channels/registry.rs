@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::config::AppConfig;
-use crate::engine::ChannelProtocol;
+use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
 
 use super::presence::{Identity, Presence};

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{ChannelProtocol, Ctx, Output, WsFrame};
+use crate::ctx::Ctx;
+use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 use crate::ids::ConnId;
 
 use super::commands::{self, Command};
@@ -18,14 +19,10 @@ pub(crate) const NOT_AUTHORIZED: &str = "Subscription not authorized";
 /// `subscription_error` data for a name outside `[A-Za-z0-9_\-=@,.;]{1,200}`.
 pub(crate) const INVALID_CHANNEL: &str = "Invalid channel name";
 
-/// Close code for an oversized client message.
-const CLOSE_TOO_BIG: u16 = 1009;
-/// Close code after the command rate is exceeded (policy violation).
-const CLOSE_POLICY: u16 = 1008;
-/// Close code for an unknown app key at open (the handshake should have refused it).
-const CLOSE_UNKNOWN_APP: u16 = 1008;
-/// Close code when the app filled up between handshake and open.
-const CLOSE_TRY_AGAIN: u16 = 1013;
+/// Close reason for an unknown app key at open (the handshake should have refused it).
+const CLOSE_UNKNOWN_APP: CloseReason = CloseReason::Policy;
+/// Close reason when the app filled up between handshake and open.
+const CLOSE_APP_FULL: CloseReason = CloseReason::TryAgainLater;
 
 /// A socket opened: assign its `socket_id` and send `pubb:connection_established`.
 pub(crate) fn open(
@@ -39,14 +36,14 @@ pub(crate) fn open(
     let Some(app) = reg.app_by_key(app_key) else {
         cx.out.push_unfenced(Output::Close {
             conn,
-            code: CLOSE_UNKNOWN_APP,
+            reason: CLOSE_UNKNOWN_APP,
         });
         return;
     };
     if reg.apps[app].is_full() {
         cx.out.push_unfenced(Output::Close {
             conn,
-            code: CLOSE_TRY_AGAIN,
+            reason: CLOSE_APP_FULL,
         });
         return;
     }
@@ -87,7 +84,7 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
         socket.closing = true;
         cx.out.push_unfenced(Output::Close {
             conn,
-            code: CLOSE_TOO_BIG,
+            reason: CloseReason::TooBig,
         });
         return;
     }
@@ -100,7 +97,7 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
         });
         cx.out.push_unfenced(Output::Close {
             conn,
-            code: CLOSE_POLICY,
+            reason: CloseReason::Policy,
         });
         return;
     }

@@ -1,22 +1,24 @@
-//! The in-memory backend: one growing vector of events per thread.
+//! The in-memory backend: thread records, one growing vector of events per
+//! thread, and the idempotency index.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::ids::{PrincipalId, ThreadId};
+use crate::ids::ThreadId;
 use crate::model::StoredEvent;
-use crate::store::{Backend, EventStore, Snapshot, StoreError, ThreadRecord, Write};
+use crate::store::{Backend, Batch, ReadQuery, ReadResult, StoreError, ThreadWrites, Write};
 
 #[derive(Debug, Default)]
 struct Tables {
-    threads: Vec<ThreadRecord>,
-    index: HashMap<ThreadId, usize>,
+    records: BTreeMap<ThreadId, crate::store::ThreadRecord>,
+    children: HashMap<ThreadId, BTreeSet<ThreadId>>,
     events: HashMap<ThreadId, Vec<StoredEvent>>,
     idempotency: HashMap<(ThreadId, String), u64>,
 }
 
-/// An in-memory [`Backend`]. Clones share the same tables, so the engine can
-/// read through one clone while the host applies writes through another.
+/// An in-memory [`Backend`]. Clones share the same tables, so several
+/// engines (a cluster in miniature) or a reader and a writer can share one.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore(Arc<Mutex<Tables>>);
 
@@ -26,163 +28,147 @@ impl MemoryStore {
     }
 }
 
-impl EventStore for MemoryStore {
-    fn read_events(
-        &self,
-        thread: &ThreadId,
-        from_seq: u64,
-        through_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let tables = self.tables();
-        let Some(events) = tables.events.get(thread) else {
-            return Ok(Vec::new());
-        };
-        let start = usize::try_from(from_seq.max(1) - 1)
-            .unwrap_or(usize::MAX)
-            .min(events.len());
-        Ok(events[start..]
-            .iter()
-            .take_while(|e| e.seq <= through_seq)
-            .take(limit)
-            .cloned()
-            .collect())
+fn after(cursor: Option<&ThreadId>) -> Bound<ThreadId> {
+    cursor.map_or(Bound::Unbounded, |c| Bound::Excluded(c.clone()))
+}
+
+impl Tables {
+    fn read(&self, query: &ReadQuery) -> ReadResult {
+        match query {
+            ReadQuery::Events {
+                thread_id,
+                from_seq,
+                through_seq,
+                limit,
+            } => {
+                let events = self.events.get(thread_id).map_or(&[][..], Vec::as_slice);
+                let start = usize::try_from(from_seq.max(&1) - 1)
+                    .unwrap_or(usize::MAX)
+                    .min(events.len());
+                ReadResult::Events(
+                    events[start..]
+                        .iter()
+                        .take_while(|e| e.seq <= *through_seq)
+                        .take(*limit)
+                        .cloned()
+                        .collect(),
+                )
+            }
+            ReadQuery::Idempotent { thread_id, key } => ReadResult::Event(
+                self.idempotency
+                    .get(&(thread_id.clone(), key.clone()))
+                    .and_then(|seq| {
+                        let events = self.events.get(thread_id)?;
+                        events.get(usize::try_from(seq - 1).ok()?).cloned()
+                    }),
+            ),
+            ReadQuery::Thread { thread_id } => {
+                ReadResult::Thread(self.records.get(thread_id).cloned())
+            }
+            ReadQuery::Threads {
+                parent,
+                after: cursor,
+                limit,
+            } => {
+                let range = (after(cursor.as_ref()), Bound::Unbounded);
+                let records: Vec<_> = match parent {
+                    None => self
+                        .records
+                        .range(range)
+                        .take(*limit)
+                        .map(|(_, r)| r.clone())
+                        .collect(),
+                    Some(parent) => self
+                        .children
+                        .get(parent)
+                        .into_iter()
+                        .flat_map(|c| c.range(range.clone()))
+                        .filter_map(|id| self.records.get(id).cloned())
+                        .take(*limit)
+                        .collect(),
+                };
+                ReadResult::Threads(records)
+            }
+        }
     }
 
-    fn find_idempotent(
-        &self,
-        thread: &ThreadId,
-        key: &str,
-    ) -> Result<Option<StoredEvent>, StoreError> {
-        let tables = self.tables();
-        let Some(&seq) = tables.idempotency.get(&(thread.clone(), key.to_owned())) else {
-            return Ok(None);
-        };
-        let event = tables
-            .events
-            .get(thread)
-            .and_then(|events| events.get(usize::try_from(seq - 1).ok()?))
-            .cloned();
-        Ok(event)
+    /// Whether `group` may commit: its expectation holds, its seqs follow
+    /// the head, and none of its idempotency keys is taken.
+    fn admits(&self, group: &ThreadWrites) -> bool {
+        let id = &group.thread_id;
+        let current = self.records.get(id).map(crate::store::ThreadRecord::at);
+        if group.expect != current {
+            return false;
+        }
+        let mut head = current.map_or(0, |v| v.head_seq);
+        for write in &group.writes {
+            if let Write::AppendEvent {
+                seq,
+                idempotency_key,
+                ..
+            } = write
+            {
+                let key_taken = idempotency_key
+                    .as_ref()
+                    .is_some_and(|k| self.idempotency.contains_key(&(id.clone(), k.clone())));
+                if *seq != head + 1 || key_taken {
+                    return false;
+                }
+                head = *seq;
+            }
+        }
+        true
+    }
+
+    fn commit(&mut self, group: &ThreadWrites) {
+        let id = &group.thread_id;
+        for write in &group.writes {
+            if let Write::AppendEvent {
+                seq,
+                idempotency_key,
+                json,
+                ..
+            } = write
+            {
+                if let Some(key) = idempotency_key {
+                    self.idempotency.insert((id.clone(), key.clone()), *seq);
+                }
+                self.events.entry(id.clone()).or_default().push(StoredEvent {
+                    seq: *seq,
+                    json: json.clone(),
+                });
+            }
+        }
+        if let Some(parent) = &group.record.parent_thread_id {
+            self.children
+                .entry(parent.clone())
+                .or_default()
+                .insert(id.clone());
+        }
+        self.records.insert(id.clone(), group.record.clone());
     }
 }
 
 impl Backend for MemoryStore {
-    fn load(&self) -> Result<Snapshot, StoreError> {
-        Ok(Snapshot {
-            threads: self.tables().threads.clone(),
-        })
+    fn read(&self, query: &ReadQuery) -> Result<ReadResult, StoreError> {
+        Ok(self.tables().read(query))
     }
 
-    fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError> {
+    fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
         let mut tables = self.tables();
-        for write in writes {
-            apply_one(&mut tables, write)?;
-        }
-        Ok(())
+        Ok(batches
+            .iter()
+            .map(|batch| {
+                let mut refused = Vec::new();
+                for group in &batch.threads {
+                    if tables.admits(group) {
+                        tables.commit(group);
+                    } else {
+                        refused.push(group.thread_id.clone());
+                    }
+                }
+                refused
+            })
+            .collect())
     }
-}
-
-fn record<'t>(
-    tables: &'t mut Tables,
-    thread: &ThreadId,
-) -> Result<&'t mut ThreadRecord, StoreError> {
-    let index = *tables
-        .index
-        .get(thread)
-        .ok_or_else(|| StoreError(format!("write to unknown thread {thread}")))?;
-    Ok(&mut tables.threads[index])
-}
-
-fn remove_grant(record: &mut ThreadRecord, principal: &PrincipalId) {
-    record.grants.retain(|(p, _)| p != principal);
-}
-
-fn apply_one(tables: &mut Tables, write: &Write) -> Result<(), StoreError> {
-    match write {
-        Write::CreateThread {
-            thread_id,
-            parent_thread_id,
-            created_at,
-        } => {
-            if tables.index.contains_key(thread_id) {
-                return Err(StoreError(format!("thread {thread_id} exists")));
-            }
-            tables.index.insert(thread_id.clone(), tables.threads.len());
-            tables.threads.push(ThreadRecord {
-                thread_id: thread_id.clone(),
-                parent_thread_id: parent_thread_id.clone(),
-                title: None,
-                created_at: created_at.clone(),
-                head_seq: 0,
-                grants: Vec::new(),
-                participants: Vec::new(),
-            });
-        }
-        Write::SetTitle { thread_id, title } => record(tables, thread_id)?.title = title.clone(),
-        Write::AppendEvent {
-            thread_id,
-            seq,
-            idempotency_key,
-            json,
-        } => {
-            let rec = record(tables, thread_id)?;
-            if *seq != rec.head_seq + 1 {
-                return Err(StoreError(format!("seq {seq} is not next on {thread_id}")));
-            }
-            rec.head_seq = *seq;
-            if let Some(key) = idempotency_key {
-                tables
-                    .idempotency
-                    .insert((thread_id.clone(), key.clone()), *seq);
-            }
-            let event = StoredEvent {
-                seq: *seq,
-                json: json.clone(),
-            };
-            tables
-                .events
-                .entry(thread_id.clone())
-                .or_default()
-                .push(event);
-        }
-        Write::PutGrant {
-            thread_id,
-            principal_id,
-            role,
-        } => {
-            let rec = record(tables, thread_id)?;
-            remove_grant(rec, principal_id);
-            rec.grants.push((principal_id.clone(), *role));
-        }
-        Write::DeleteGrant {
-            thread_id,
-            principal_id,
-        } => {
-            remove_grant(record(tables, thread_id)?, principal_id);
-        }
-        Write::PutParticipant {
-            thread_id,
-            participant,
-        } => {
-            let rec = record(tables, thread_id)?;
-            match rec
-                .participants
-                .iter_mut()
-                .find(|p| p.principal_id == participant.principal_id)
-            {
-                Some(row) => *row = participant.clone(),
-                None => rec.participants.push(participant.clone()),
-            }
-        }
-        Write::DeleteParticipant {
-            thread_id,
-            principal_id,
-        } => {
-            record(tables, thread_id)?
-                .participants
-                .retain(|p| &p.principal_id != principal_id);
-        }
-    }
-    Ok(())
 }

@@ -1,14 +1,22 @@
 //! The storage seam.
 //!
-//! The engine decides every store rule (seq assignment, idempotency, thread
-//! creation, title events, grants, participants) over its in-memory view of
-//! thread metadata, and asks the host to make the result durable with
-//! [`Output::Persist`](crate::Output::Persist) batches of [`Write`]s. A
-//! backend therefore only stores and reads back: it never re-implements a rule.
+//! The engine owns no store. It decides every store rule (seq assignment,
+//! idempotency, thread creation, title events, grants, participants) over a
+//! bounded cache of thread records and asks the host for what it needs:
+//! [`Output::Read`](crate::Output::Read) with a [`ReadQuery`], answered by
+//! [`Input::ReadDone`](crate::Input::ReadDone) with a [`ReadResult`], and
+//! [`Output::Persist`](crate::Output::Persist) with a [`Batch`], answered by
+//! [`Input::Persisted`](crate::Input::Persisted) or
+//! [`Input::PersistFailed`](crate::Input::PersistFailed).
 //!
-//! Reads of event history go through [`EventStore`], which the engine calls
-//! synchronously and only for seqs that are already durable. At start-up the
-//! host rebuilds the engine from [`Backend::load`].
+//! Writes are conditional: each thread's writes in a batch carry the
+//! [`Version`] they were decided on. A backend applies them only if the
+//! thread is still at that version (or, for a new thread, does not exist
+//! yet) and reports the threads it refused; the engine reloads those and
+//! decides again. A backend therefore stores, compares versions and reads
+//! back: it never re-implements a rule. [`Backend`] is that contract for
+//! hosts that answer reads and writes synchronously (the memory and SQLite
+//! backends, the contract suite).
 
 use std::sync::Arc;
 
@@ -94,15 +102,21 @@ pub enum Write {
     },
 }
 
-/// Everything but event bodies: what the engine needs to start.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Every thread, in any order.
-    pub threads: Vec<ThreadRecord>,
+/// Where a thread stands: its durable head and an opaque version that
+/// changes with every commit that touches the thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Version {
+    /// The highest durable seq (0 when empty).
+    pub head_seq: u64,
+    /// The version token (drawn at random by the deciding engine, so two
+    /// engines never produce the same one for the same thread).
+    pub version: u64,
 }
 
 /// One thread's durable metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ThreadRecord {
     /// The thread.
     pub thread_id: ThreadId,
@@ -114,39 +128,113 @@ pub struct ThreadRecord {
     pub created_at: String,
     /// The highest durable seq (0 when empty).
     pub head_seq: u64,
+    /// The version token of the last commit.
+    pub version: u64,
     /// Grants on this thread.
     pub grants: Vec<(PrincipalId, Role)>,
     /// Participants, in join order.
     pub participants: Vec<Participant>,
 }
 
-/// The read side of a backend, called by the engine for durable seqs only.
-pub trait EventStore {
-    /// Events of `thread` with `from_seq <= seq <= through_seq`, ascending,
-    /// at most `limit` of them.
-    fn read_events(
-        &self,
-        thread: &ThreadId,
-        from_seq: u64,
-        through_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
-
-    /// The event appended to `thread` with idempotency key `key`, if any.
-    fn find_idempotent(
-        &self,
-        thread: &ThreadId,
-        key: &str,
-    ) -> Result<Option<StoredEvent>, StoreError>;
+impl ThreadRecord {
+    /// The record's head and version.
+    pub fn at(&self) -> Version {
+        Version {
+            head_seq: self.head_seq,
+            version: self.version,
+        }
+    }
 }
 
-/// A complete backend: reads, start-up load, and durable batch writes.
-pub trait Backend: EventStore {
-    /// The metadata of every thread, to rebuild the engine.
-    fn load(&self) -> Result<Snapshot, StoreError>;
+/// One thread's share of a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadWrites {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// The version the writes were decided on; `None`: the thread must not
+    /// exist yet (the writes create it).
+    pub expect: Option<Version>,
+    /// The thread's whole record once the writes are applied (backends that
+    /// store a record per thread write it as it is).
+    pub record: ThreadRecord,
+    /// The writes, in order.
+    pub writes: Vec<Write>,
+}
 
-    /// Applies `writes` atomically; on `Ok` they are durable.
-    fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError>;
+/// The writes of one [`Output::Persist`](crate::Output::Persist), grouped by
+/// thread. Each thread's group commits or is refused whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Batch {
+    /// Per-thread groups, each thread at most once.
+    pub threads: Vec<ThreadWrites>,
+}
+
+/// What the engine asks a store to read. Only durable data is read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ReadQuery {
+    /// Events of `thread_id` with `from_seq <= seq <= through_seq`,
+    /// ascending, at most `limit` ([`ReadResult::Events`]).
+    Events {
+        /// The thread.
+        thread_id: ThreadId,
+        /// The first seq.
+        from_seq: u64,
+        /// The last seq.
+        through_seq: u64,
+        /// At most this many.
+        limit: usize,
+    },
+    /// The event of `thread_id` appended with idempotency key `key`
+    /// ([`ReadResult::Event`]).
+    Idempotent {
+        /// The thread.
+        thread_id: ThreadId,
+        /// The key.
+        key: String,
+    },
+    /// One thread's record ([`ReadResult::Thread`]).
+    Thread {
+        /// The thread.
+        thread_id: ThreadId,
+    },
+    /// Thread records in id order after `after`: the direct children of
+    /// `parent`, or every thread when `parent` is `None`
+    /// ([`ReadResult::Threads`]).
+    Threads {
+        /// Whose children; `None` for all threads.
+        parent: Option<ThreadId>,
+        /// Only ids greater than this one.
+        after: Option<ThreadId>,
+        /// At most this many.
+        limit: usize,
+    },
+}
+
+/// A store's answer to a [`ReadQuery`] of the same kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadResult {
+    /// Answers [`ReadQuery::Events`].
+    Events(Vec<StoredEvent>),
+    /// Answers [`ReadQuery::Idempotent`].
+    Event(Option<StoredEvent>),
+    /// Answers [`ReadQuery::Thread`].
+    Thread(Option<ThreadRecord>),
+    /// Answers [`ReadQuery::Threads`].
+    Threads(Vec<ThreadRecord>),
+}
+
+/// A backend that answers reads and applies batches synchronously. Hosts
+/// run it off the engine's thread and feed the answers back as inputs.
+pub trait Backend {
+    /// Answers one read.
+    fn read(&self, query: &ReadQuery) -> Result<ReadResult, StoreError>;
+
+    /// Applies `batches` in order, atomically (one commit); on `Ok` every
+    /// group whose expectation held is durable. Returns, per batch, the
+    /// threads whose groups were refused (and so not applied).
+    fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError>;
 
     /// Housekeeping the host runs after it reported a commit durable, off
     /// the acknowledgement path (SQLite checkpoints its WAL here). Nothing

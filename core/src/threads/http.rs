@@ -3,17 +3,22 @@
 
 use serde_json::{Map, Value};
 
-use crate::auth::AuthError;
-use crate::engine::Ctx;
+use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::http::{HttpRequest, HttpResponse, Method};
 use crate::ids::{PrincipalId, ThreadId};
+use crate::model::StoredEvent;
 use crate::policy::{Capability, Role};
-use crate::store::EventStore;
+use crate::store::{ReadQuery, ReadResult};
+use crate::threads::cache::Slot;
 use crate::threads::ops::CreateRequest;
 use crate::threads::query::Query;
-use crate::threads::state::Caller;
+use crate::threads::state::{Caller, ThreadState};
+use crate::threads::work::Step;
 use crate::threads::Threads;
+
+/// Thread records read per step of a thread listing.
+const LIST_READ: usize = 256;
 
 /// Longest accepted principal id in a path or body, in characters.
 const MAX_PRINCIPAL_CHARS: usize = 256;
@@ -110,11 +115,10 @@ impl Threads {
     pub(super) fn route(
         &mut self,
         cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
-        caller: Result<Caller, AuthError>,
+        caller: &Caller,
         request: &HttpRequest<'_>,
-    ) -> Result<HttpResponse, BubbleError> {
-        let caller = caller?;
+    ) -> Result<HttpResponse, Step> {
+        let caller = caller.clone();
         let path = request.path;
         let rest = path
             .strip_prefix("/v1/threads")
@@ -128,7 +132,7 @@ impl Threads {
                 .collect(),
         };
         if segments.iter().any(|s| s.is_empty()) {
-            return Err(no_route(path));
+            return Err(no_route(path).into());
         }
         let query = Query::parse(request.query)?;
         let body = request.body;
@@ -142,10 +146,9 @@ impl Threads {
                 to_json(&self.get(&caller, &thread()?)?),
             )),
             ([_], Method::Patch) => self.http_rename(cx, &caller, &thread()?, body),
-            ([_, "events"], Method::Get) => self.history(store, &caller, &thread()?, &query),
+            ([_, "events"], Method::Get) => self.history(&caller, &thread()?, &query),
             ([_, "events"], Method::Post) => self.http_append(
                 cx,
-                store,
                 &caller,
                 &thread()?,
                 request.idempotency_key,
@@ -198,7 +201,7 @@ impl Threads {
                 cx.metrics.count_error(err.code());
                 Ok(HttpResponse::json(405, err.to_http_body()))
             }
-            _ => Err(no_route(path)),
+            _ => Err(no_route(path).into()),
         }
     }
 
@@ -207,7 +210,7 @@ impl Threads {
         cx: &mut Ctx<'_>,
         caller: &Caller,
         body: &[u8],
-    ) -> Result<HttpResponse, BubbleError> {
+    ) -> Result<HttpResponse, Step> {
         let map = object(body, true, &["threadId", "parentThreadId", "title"])?;
         let req = CreateRequest {
             thread_id: thread_field(&map, "threadId")?,
@@ -227,7 +230,7 @@ impl Threads {
         caller: &Caller,
         id: &ThreadId,
         body: &[u8],
-    ) -> Result<HttpResponse, BubbleError> {
+    ) -> Result<HttpResponse, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         let map = object(body, false, &["title"])?;
         let title = string_field(&map, "title", true)?;
@@ -238,15 +241,14 @@ impl Threads {
     fn http_append(
         &mut self,
         cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
         caller: &Caller,
         id: &ThreadId,
         key: Option<&str>,
         body: &[u8],
-    ) -> Result<HttpResponse, BubbleError> {
+    ) -> Result<HttpResponse, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         let event = object(body, false, &[])?;
-        let appended = self.append(cx, store, caller, id, event, key)?;
+        let appended = self.append(cx, caller, id, event, key)?;
         let json = &appended.event.json;
         Ok(if appended.duplicate {
             HttpResponse::json(200, format!("{{\"event\":{json},\"duplicate\":true}}"))
@@ -256,8 +258,10 @@ impl Threads {
     }
 
     /// `GET /v1/threads?parentThreadId=&cursor=&limit=`: readable threads in
-    /// id order after `cursor` (the last id of the previous page).
-    fn list(&self, caller: &Caller, query: &Query) -> Result<HttpResponse, BubbleError> {
+    /// id order after `cursor` (the last id of the previous page). Records
+    /// are read from the store a page at a time and filtered by access, so a
+    /// page may take several reads.
+    fn list(&mut self, caller: &Caller, query: &Query) -> Result<HttpResponse, Step> {
         let parent = query
             .get("parentThreadId")
             .map(ThreadId::parse)
@@ -266,19 +270,36 @@ impl Threads {
         let limit = query.limit()?;
         let mut page = Vec::new();
         let mut more = false;
-        let candidates: Box<dyn Iterator<Item = &ThreadId>> = match &parent {
-            Some(parent) => Box::new(self.table.children_after(parent, cursor.as_ref())),
-            None => Box::new(self.table.after(cursor.as_ref()).map(|(id, _)| id)),
-        };
-        for id in candidates {
-            if !self.held(caller, id).contains(Capability::ThreadRead) {
-                continue;
+        let mut after = cursor;
+        'scan: loop {
+            let read = ReadQuery::Threads {
+                parent: parent.clone(),
+                after: after.clone(),
+                limit: LIST_READ,
+            };
+            let ReadResult::Threads(records) = self.answer(read)?.clone() else {
+                return Err(BubbleError::Internal.into());
+            };
+            let exhausted = records.len() < LIST_READ;
+            for record in records {
+                let id = record.thread_id.clone();
+                after = Some(id.clone());
+                if !self.cache.knows(&id) {
+                    self.cache
+                        .put(id.clone(), Slot::Present(ThreadState::from_record(record)));
+                }
+                if !self.held(caller, &id)?.contains(Capability::ThreadRead) {
+                    continue;
+                }
+                if page.len() == limit {
+                    more = true;
+                    break 'scan;
+                }
+                page.extend(self.cache.get(&id).map(|t| t.snapshot(&id)));
             }
-            if page.len() == limit {
-                more = true;
+            if exhausted {
                 break;
             }
-            page.extend(self.table.snapshot(id));
         }
         let next_cursor = if more {
             page.last().map(|t| t.thread_id.clone())
@@ -289,27 +310,27 @@ impl Threads {
         Ok(HttpResponse::json(200, body.to_string()))
     }
 
-    /// `GET /v1/threads/:threadId/events?fromSeq=&limit=`.
-    fn history(
-        &self,
-        store: &dyn EventStore,
-        caller: &Caller,
-        id: &ThreadId,
-        query: &Query,
-    ) -> Result<HttpResponse, BubbleError> {
+    /// `GET /v1/threads/:threadId/events?fromSeq=&limit=`: durable events
+    /// only, read from the store. `nextSeq` is set while the page ends below
+    /// the head (appends not yet durable included).
+    fn history(&mut self, caller: &Caller, id: &ThreadId, query: &Query) -> Result<HttpResponse, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         let from = query.start_seq()?;
         let limit = query.limit()?;
-        let head = self.table.get(id).map_or(0, |t| t.head_seq);
-        let events = self
-            .table
-            .read(store, id, from, head, limit)
-            .map_err(|_| BubbleError::Internal)?;
-        let next_seq = events
-            .last()
-            .map(|e| e.seq)
-            .filter(|last| *last < head)
-            .map(|last| last + 1);
+        let (head, durable) = self
+            .cache
+            .get(id)
+            .map_or((0, 0), |t| (t.head_seq, t.durable().head_seq));
+        let events = if from > durable {
+            Vec::new()
+        } else {
+            self.history_page(id, from, durable, limit)?
+        };
+        let next_seq = match events.last() {
+            Some(last) if last.seq < head => Some(last.seq + 1),
+            None if from <= head => Some(from),
+            _ => None,
+        };
         let mut body = String::from("{\"events\":[");
         for (i, event) in events.iter().enumerate() {
             if i > 0 {
@@ -321,5 +342,49 @@ impl Threads {
         body.push_str(&next_seq.map_or_else(|| "null".to_owned(), |n| n.to_string()));
         body.push('}');
         Ok(HttpResponse::json(200, body))
+    }
+
+    /// Durable events of `id` from `from`, checked to be the complete range
+    /// the store was asked for. A page asked for earlier is used as it came,
+    /// even when the head moved since.
+    fn history_page(
+        &self,
+        id: &ThreadId,
+        from: u64,
+        durable: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, Step> {
+        let asked = self.answers.iter().find_map(|(q, a)| match q {
+            ReadQuery::Events {
+                thread_id,
+                from_seq,
+                through_seq,
+                limit: l,
+            } if thread_id == id && *from_seq == from && *l == limit => Some((*through_seq, a)),
+            _ => None,
+        });
+        let (through, answer) = match asked {
+            Some(found) => found,
+            None => {
+                return Err(Step::Need(ReadQuery::Events {
+                    thread_id: id.clone(),
+                    from_seq: from,
+                    through_seq: durable,
+                    limit,
+                }))
+            }
+        };
+        let Ok(ReadResult::Events(events)) = answer else {
+            return Err(BubbleError::Internal.into());
+        };
+        let expected = usize::try_from(through - from + 1)
+            .unwrap_or(usize::MAX)
+            .min(limit);
+        let complete = events.len() == expected
+            && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
+        if !complete {
+            return Err(BubbleError::Internal.into());
+        }
+        Ok(events.clone())
     }
 }

@@ -1,48 +1,91 @@
 //! Threads: durable append-only event streams, their HTTP routes and the
 //! `/v1/ws` connection state machine.
 //!
-//! The engine keeps every thread's metadata in memory ([`state::Table`]):
-//! rebuilt from the store's [`Snapshot`] at start-up, updated as soon as an
-//! operation decides a write. Events appended but not yet durable are kept
-//! as pending; history reads take durable seqs from the [`EventStore`] and
-//! pending ones from memory. Every output that depends on a write is pushed
-//! after the write, so the outbox fence releases it only once it is durable.
+//! The engine keeps thread state in a bounded [`cache::Cache`] and reads
+//! what it lacks through [`Output::Read`](crate::Output::Read). An operation
+//! (an HTTP request, a `/v1/ws` frame) runs against the cache; when it needs
+//! something that is not there, it stops before deciding anything
+//! ([`work::Step::Need`]), the read is issued, and the operation is parked
+//! and run again from the start once the read completes. Reads complete in
+//! any order: a `/v1/ws` connection's frames are queued behind its parked
+//! frame, so they are decided in the order they arrived.
+//!
+//! Writes are decided over the cache and sealed, per input, into one batch
+//! whose thread groups expect the version they were decided on
+//! ([`commit`]). Events appended but not yet durable are kept as pending;
+//! every output that depends on a write is pushed after it, so the outbox
+//! fence releases it only once it is durable, and a refused write's outputs
+//! are dropped and its operation decided again.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::auth::AuthError;
 use crate::config::Config;
-use crate::engine::{Ctx, Misuse, WsFrame};
-use crate::http::{HttpRequest, HttpResponse};
-use crate::ids::{BatchId, ConnId, PrincipalId, RequestId};
-use crate::store::{EventStore, Snapshot};
+use crate::ctx::Ctx;
+use crate::http::HttpRequest;
+use crate::ids::{ConnId, PrincipalId, ReadId, RequestId, ThreadId};
+use crate::io::WsFrame;
+use crate::store::{ReadQuery, ThreadWrites};
 
+mod cache;
+mod commit;
 mod http;
 mod ops;
 mod query;
 mod rules;
 mod state;
+mod work;
 mod ws;
 
-use state::{Caller, Table};
+use cache::Cache;
+use state::Caller;
+use work::{Inflight, Waiter, Work};
 use ws::conn::Sockets;
 
-/// Every thread's metadata, pending (not yet durable) events, and the
-/// `/v1/ws` connections with their subscriptions.
+/// The thread cache, the operations waiting for reads, the writes being
+/// decided and in flight, and the `/v1/ws` connections.
 #[derive(Debug)]
 pub(crate) struct Threads {
     admins: HashSet<PrincipalId>,
-    table: Table,
+    cache: Cache,
     sockets: Sockets,
+    /// Who waits for each read in flight.
+    reads: HashMap<ReadId, Waiter>,
+    next_read: u64,
+    /// Thread loads in flight.
+    loading: HashMap<ThreadId, ReadId>,
+    /// Operations waiting for a read.
+    works: HashMap<u64, Work>,
+    next_op: u64,
+    /// The answers of the operation being run.
+    answers: work::Answers,
+    /// The thread the operation being run wrote to.
+    wrote: Option<ThreadId>,
+    /// The current input's writes, by thread.
+    building: Vec<ThreadWrites>,
+    /// Operations whose writes are not durable yet, in decision order.
+    inflight: VecDeque<Inflight>,
+    /// The threads written by each batch not yet durable.
+    batches: BTreeMap<u64, Vec<ThreadId>>,
 }
 
 impl Threads {
-    pub(crate) fn new(snapshot: Snapshot, config: &Config) -> Result<Threads, Misuse> {
-        Ok(Threads {
+    pub(crate) fn new(config: &Config) -> Threads {
+        Threads {
             admins: config.admins.iter().cloned().collect(),
-            table: Table::from_snapshot(snapshot)?,
+            cache: Cache::default(),
             sockets: Sockets::default(),
-        })
+            reads: HashMap::new(),
+            next_read: 0,
+            loading: HashMap::new(),
+            works: HashMap::new(),
+            next_op: 0,
+            answers: work::Answers::new(),
+            wrote: None,
+            building: Vec::new(),
+            inflight: VecDeque::new(),
+            batches: BTreeMap::new(),
+        }
     }
 
     fn caller(&self, principal: PrincipalId) -> Caller {
@@ -70,22 +113,16 @@ impl Threads {
     }
 
     /// A client frame on a `/v1/ws` socket.
-    pub(crate) fn frame(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
-        conn: ConnId,
-        frame: WsFrame<'_>,
-    ) {
-        self.ws_frame(cx, store, conn, frame);
+    pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
+        self.ws_frame(cx, conn, frame);
     }
 
     /// The socket's queue drained: continue backlog replay.
-    pub(crate) fn drained(&mut self, cx: &mut Ctx<'_>, store: &dyn EventStore, conn: ConnId) {
-        self.ws_drained(cx, store, conn);
+    pub(crate) fn drained(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        self.ws_drained(cx, conn);
     }
 
-    /// The socket closed: drop its subscriptions.
+    /// The socket closed: drop its subscriptions and queued frames.
     pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         self.ws_closed(cx, conn);
     }
@@ -94,24 +131,38 @@ impl Threads {
     pub(crate) fn http(
         &mut self,
         cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
         req: RequestId,
         principal: Result<PrincipalId, AuthError>,
         request: &HttpRequest<'_>,
     ) {
+        let op = self.new_op();
         let caller = principal.map(|p| self.caller(p));
-        let response = self
-            .route(cx, store, caller, request)
-            .unwrap_or_else(|err| {
-                cx.metrics.count_error(err.code());
-                HttpResponse::error(&err)
-            });
-        cx.out.push(crate::Output::Respond { req, response });
+        if let Some(need) = self.run_http(cx, op, req, caller.clone(), request) {
+            let owned = work::Op::http(req, caller, request);
+            self.park(cx, op, owned, need);
+        } else {
+            self.settle(cx, op, || work::Op::http(req, caller, request));
+        }
     }
 
-    /// Batches up to `batch` are durable: pending events become history.
-    pub(crate) fn persisted(&mut self, batch: BatchId) {
-        self.table.persisted(batch.0);
+    /// Ends an input: seals its writes into a batch and bounds the cache.
+    pub(crate) fn end_input(&mut self, cx: &mut Ctx<'_>) {
+        self.seal(cx);
+        self.trim(cx);
+    }
+
+    fn new_op(&mut self) -> u64 {
+        self.next_op += 1;
+        self.next_op
+    }
+
+    fn new_read(&mut self, cx: &mut Ctx<'_>, query: ReadQuery, waiter: Waiter) -> ReadId {
+        self.next_read += 1;
+        let read = ReadId(self.next_read);
+        cx.metrics.store_reads += 1;
+        cx.out.push_unfenced(crate::Output::Read { read, query });
+        self.reads.insert(read, waiter);
+        read
     }
 }
 

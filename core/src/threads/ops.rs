@@ -1,18 +1,21 @@
-//! Thread operations shared by the HTTP routes and `/v1/ws`: each one is
-//! authorized, decided by the store rules, written, applied to the table,
-//! and (for events) fanned out to live subscribers.
+//! Thread operations shared by the HTTP routes and `/v1/ws`: each one loads
+//! what it needs (stopping with [`Step::Need`] before deciding anything),
+//! is authorized, decided by the store rules, written, applied to the
+//! cache, and (for events) fanned out to live subscribers.
 
 use serde_json::{Map, Value};
 
 use crate::clock::rfc3339;
-use crate::engine::Ctx;
+use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{PrincipalId, ThreadId};
 use crate::model::{BubbleThread, EventBody, GrantRow, Participant, StoredEvent};
 use crate::policy::{authorize, Access, Capability, CapabilitySet, Need, Role};
-use crate::store::{EventStore, Write};
+use crate::store::{ReadQuery, ReadResult, Write};
+use crate::threads::cache::Slot;
 use crate::threads::rules::{self, CreateDecision};
 use crate::threads::state::{Caller, ThreadState};
+use crate::threads::work::Step;
 use crate::threads::Threads;
 
 /// `POST /v1/threads` after parsing.
@@ -32,21 +35,25 @@ pub(super) struct Appended {
 }
 
 impl Threads {
-    /// What `caller` holds on `id` (nothing when the thread does not exist).
-    pub(super) fn held(&self, caller: &Caller, id: &ThreadId) -> CapabilitySet {
-        self.table
-            .capabilities(caller, id)
-            .unwrap_or(CapabilitySet::EMPTY)
+    /// What `caller` holds on `id` (nothing when the thread does not
+    /// exist), loading the thread and its ancestors as needed.
+    pub(super) fn held(&mut self, caller: &Caller, id: &ThreadId) -> Result<CapabilitySet, Step> {
+        loop {
+            match self.cache.capabilities(caller, id) {
+                Ok(held) => return Ok(held.unwrap_or(CapabilitySet::EMPTY)),
+                Err(missing) => self.load(&missing.0)?,
+            }
+        }
     }
 
     /// The policy's decision on `caller` doing something needing `need` on `id`.
     pub(super) fn require(
-        &self,
+        &mut self,
         caller: &Caller,
         id: &ThreadId,
         need: impl Into<Need>,
-    ) -> Result<CapabilitySet, BubbleError> {
-        let held = self.held(caller, id);
+    ) -> Result<CapabilitySet, Step> {
+        let held = self.held(caller, id)?;
         authorize(
             &Access {
                 principal: &caller.principal,
@@ -58,20 +65,21 @@ impl Threads {
         Ok(held)
     }
 
-    fn thread_snapshot(&self, id: &ThreadId) -> Result<BubbleThread, BubbleError> {
-        self.table
-            .snapshot(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))
+    fn thread_snapshot(&self, id: &ThreadId) -> Result<BubbleThread, Step> {
+        self.cache
+            .get(id)
+            .map(|t| t.snapshot(id))
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()).into())
     }
 
-    fn thread_mut(&mut self, id: &ThreadId) -> Result<&mut ThreadState, BubbleError> {
-        self.table
+    fn thread_mut(&mut self, id: &ThreadId) -> Result<&mut ThreadState, Step> {
+        self.cache
             .get_mut(id)
-            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()))
+            .ok_or_else(|| BubbleError::ThreadNotFound(id.clone()).into())
     }
 
     /// `GET /v1/threads/:threadId`.
-    pub(super) fn get(&self, caller: &Caller, id: &ThreadId) -> Result<BubbleThread, BubbleError> {
+    pub(super) fn get(&mut self, caller: &Caller, id: &ThreadId) -> Result<BubbleThread, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         self.thread_snapshot(id)
     }
@@ -83,49 +91,76 @@ impl Threads {
         cx: &mut Ctx<'_>,
         caller: &Caller,
         req: CreateRequest,
-    ) -> Result<(bool, BubbleThread), BubbleError> {
+    ) -> Result<(bool, BubbleThread), Step> {
         if let Some(title) = &req.title {
             rules::validate_title(title)?;
         }
         let id = match req.thread_id {
-            Some(id) => id,
+            Some(id) => {
+                self.load(&id)?;
+                id
+            }
+            // 80 random bits: a collision with a stored thread is refused
+            // by the store like any concurrent create, and decided again.
             None => self.fresh_id(cx),
         };
-        let existing = self.table.get(&id).map(|t| t.parent.as_ref());
-        let parent_exists = req.parent.as_ref().is_some_and(|p| self.table.contains(p));
-        let decision = rules::decide_create(&id, req.parent.as_ref(), existing, parent_exists);
-        let hidden = existing.is_some() && !self.held(caller, &id).contains(Capability::ThreadRead);
+        if let Some(parent) = &req.parent {
+            if parent != &id {
+                self.load(parent)?;
+            }
+        }
+        let existing = self.cache.get(&id).map(|t| t.parent.clone());
+        let parent_exists = req.parent.as_ref().is_some_and(|p| self.cache.get(p).is_some());
+        let decision = rules::decide_create(
+            &id,
+            req.parent.as_ref(),
+            existing.as_ref().map(Option::as_ref),
+            parent_exists,
+        );
+        let hidden = existing.is_some() && !self.held(caller, &id)?.contains(Capability::ThreadRead);
         match decision {
             Err(BubbleError::Conflict(_)) | Ok(CreateDecision::Existing) if hidden => Err(
-                BubbleError::Conflict(format!("Thread \"{id}\" already exists.")),
+                BubbleError::Conflict(format!("Thread \"{id}\" already exists.")).into(),
             ),
-            Err(err) => Err(err),
+            Err(err) => Err(err.into()),
             Ok(CreateDecision::Existing) => Ok((false, self.thread_snapshot(&id)?)),
             Ok(CreateDecision::New) => {
                 if let Some(parent) = &req.parent {
                     self.require(caller, parent, Capability::SubthreadsCreate)?;
                 }
                 let created_at = rfc3339(cx.now);
-                cx.out.write(Write::CreateThread {
-                    thread_id: id.clone(),
-                    parent_thread_id: req.parent.clone(),
-                    created_at: created_at.clone(),
-                });
-                cx.out.write(Write::PutGrant {
-                    thread_id: id.clone(),
-                    principal_id: caller.principal.clone(),
-                    role: Role::Owner,
-                });
+                self.write(
+                    cx,
+                    &id,
+                    Write::CreateThread {
+                        thread_id: id.clone(),
+                        parent_thread_id: req.parent.clone(),
+                        created_at: created_at.clone(),
+                    },
+                );
+                self.write(
+                    cx,
+                    &id,
+                    Write::PutGrant {
+                        thread_id: id.clone(),
+                        principal_id: caller.principal.clone(),
+                        role: Role::Owner,
+                    },
+                );
                 let mut state = ThreadState::new(req.parent, created_at);
                 state.grants.insert(caller.principal.clone(), Role::Owner);
                 if let Some(title) = req.title {
-                    cx.out.write(Write::SetTitle {
-                        thread_id: id.clone(),
-                        title: Some(title.clone()),
-                    });
+                    self.write(
+                        cx,
+                        &id,
+                        Write::SetTitle {
+                            thread_id: id.clone(),
+                            title: Some(title.clone()),
+                        },
+                    );
                     state.title = Some(title);
                 }
-                self.table.insert(id.clone(), state);
+                self.cache.put(id.clone(), Slot::Present(state));
                 Ok((true, self.thread_snapshot(&id)?))
             }
         }
@@ -134,7 +169,7 @@ impl Threads {
     fn fresh_id(&self, cx: &mut Ctx<'_>) -> ThreadId {
         loop {
             if let Ok(id) = ThreadId::parse(&cx.ids.thread_id()) {
-                if !self.table.contains(&id) {
+                if !self.cache.knows(&id) {
                     return id;
                 }
             }
@@ -149,18 +184,22 @@ impl Threads {
         caller: &Caller,
         id: &ThreadId,
         title: Option<Option<String>>,
-    ) -> Result<BubbleThread, BubbleError> {
+    ) -> Result<BubbleThread, Step> {
         self.require(caller, id, Capability::ThreadManage)?;
         if let Some(Some(title)) = &title {
             rules::validate_title(title)?;
         }
-        let current = self.table.get(id).and_then(|t| t.title.as_deref());
+        let current = self.cache.get(id).and_then(|t| t.title.as_deref());
         if let Some(new) = rules::title_change(current, title.as_ref().map(Option::as_deref)) {
-            cx.out.write(Write::SetTitle {
-                thread_id: id.clone(),
-                title: new.clone(),
-            });
-            if let Some(t) = self.table.get_mut(id) {
+            self.write(
+                cx,
+                id,
+                Write::SetTitle {
+                    thread_id: id.clone(),
+                    title: new.clone(),
+                },
+            );
+            if let Some(t) = self.cache.get_mut(id) {
                 t.title.clone_from(&new);
             }
             let body = EventBody::ThreadTitleUpdated {
@@ -178,12 +217,11 @@ impl Threads {
     pub(super) fn append(
         &mut self,
         cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
         caller: &Caller,
         id: &ThreadId,
         mut event: Map<String, Value>,
         header_key: Option<&str>,
-    ) -> Result<Appended, BubbleError> {
+    ) -> Result<Appended, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
         self.require(caller, id, Capability::Append(ty))?;
@@ -193,13 +231,15 @@ impl Threads {
             (Some(Value::String(f)), Some(h)) if f != h => {
                 return Err(BubbleError::InvalidRequest(
                     "The Idempotency-Key header and the event's idempotencyKey differ.".into(),
-                ))
+                )
+                .into())
             }
             (Some(Value::String(f)), _) => Some(f),
             (Some(_), _) => {
                 return Err(BubbleError::InvalidRequest(
                     "Event field \"idempotencyKey\" must be a string.".into(),
-                ))
+                )
+                .into())
             }
         };
         if let Some(key) = &key {
@@ -207,13 +247,7 @@ impl Threads {
         }
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         if let Some(key) = &key {
-            let original = match self.table.pending_with_key(id, key) {
-                Some(event) => Some(event),
-                None => store
-                    .find_idempotent(id, key)
-                    .map_err(|_| BubbleError::Internal)?,
-            };
-            if let Some(event) = original {
+            if let Some(event) = self.original(id, key)? {
                 return Ok(Appended {
                     event,
                     duplicate: true,
@@ -227,6 +261,28 @@ impl Threads {
         })
     }
 
+    /// The event of `id` that holds idempotency key `key`: pending in
+    /// memory, or durable (read from the store).
+    fn original(&self, id: &ThreadId, key: &str) -> Result<Option<StoredEvent>, Step> {
+        let Some(state) = self.cache.get(id) else {
+            return Ok(None);
+        };
+        if let Some(event) = state.pending_with_key(key) {
+            return Ok(Some(event));
+        }
+        if state.durable().head_seq == 0 {
+            return Ok(None);
+        }
+        let query = ReadQuery::Idempotent {
+            thread_id: id.clone(),
+            key: key.to_owned(),
+        };
+        match self.answer(query)? {
+            ReadResult::Event(event) => Ok(event.clone()),
+            _ => Err(BubbleError::Internal.into()),
+        }
+    }
+
     /// Writes `body` at the thread's next seq and fans it out.
     fn emit(
         &mut self,
@@ -235,18 +291,24 @@ impl Threads {
         body: &EventBody,
         key: Option<String>,
     ) -> StoredEvent {
-        let head = self.table.get(id).map_or(0, |t| t.head_seq);
+        let head = self.cache.get(id).map_or(0, |t| t.head_seq);
         let seq = rules::next_seq(head);
         let json = rules::persisted_json(seq, id, &rfc3339(cx.now), body);
-        cx.out.write(Write::AppendEvent {
-            thread_id: id.clone(),
-            seq,
-            idempotency_key: key.clone(),
-            json: json.clone(),
-        });
+        self.write(
+            cx,
+            id,
+            Write::AppendEvent {
+                thread_id: id.clone(),
+                seq,
+                idempotency_key: key.clone(),
+                json: json.clone(),
+            },
+        );
         let event = StoredEvent { seq, json };
-        self.table
-            .push_pending(id, cx.out.current_batch(), event.clone(), key);
+        let batch = cx.out.current_batch();
+        if let Some(state) = self.cache.get_mut(id) {
+            state.push_pending(batch, event.clone(), key);
+        }
         cx.metrics.events_appended += 1;
         self.fan_out(cx, id, &event);
         event
@@ -254,13 +316,13 @@ impl Threads {
 
     /// `GET /v1/threads/:threadId/grants`, ordered by principal.
     pub(super) fn grants(
-        &self,
+        &mut self,
         caller: &Caller,
         id: &ThreadId,
-    ) -> Result<Vec<GrantRow>, BubbleError> {
+    ) -> Result<Vec<GrantRow>, Step> {
         self.require(caller, id, Capability::GrantsManage)?;
         let grants = self
-            .table
+            .cache
             .get(id)
             .map(|t| t.grants.clone())
             .unwrap_or_default();
@@ -282,16 +344,19 @@ impl Threads {
         id: &ThreadId,
         principal: PrincipalId,
         role: Role,
-    ) -> Result<GrantRow, BubbleError> {
+    ) -> Result<GrantRow, Step> {
         self.require(caller, id, Capability::GrantsManage)?;
-        let thread = self.thread_mut(id)?;
-        if thread.grants.get(&principal) != Some(&role) {
-            cx.out.write(Write::PutGrant {
-                thread_id: id.clone(),
-                principal_id: principal.clone(),
-                role,
-            });
-            thread.grants.insert(principal.clone(), role);
+        if self.thread_mut(id)?.grants.get(&principal) != Some(&role) {
+            self.write(
+                cx,
+                id,
+                Write::PutGrant {
+                    thread_id: id.clone(),
+                    principal_id: principal.clone(),
+                    role,
+                },
+            );
+            self.thread_mut(id)?.grants.insert(principal.clone(), role);
             self.recheck_subscriptions(cx, id);
         }
         Ok(GrantRow {
@@ -309,14 +374,17 @@ impl Threads {
         caller: &Caller,
         id: &ThreadId,
         principal: &PrincipalId,
-    ) -> Result<(), BubbleError> {
+    ) -> Result<(), Step> {
         self.require(caller, id, Capability::GrantsManage)?;
-        let thread = self.thread_mut(id)?;
-        if thread.grants.remove(principal).is_some() {
-            cx.out.write(Write::DeleteGrant {
-                thread_id: id.clone(),
-                principal_id: principal.clone(),
-            });
+        if self.thread_mut(id)?.grants.remove(principal).is_some() {
+            self.write(
+                cx,
+                id,
+                Write::DeleteGrant {
+                    thread_id: id.clone(),
+                    principal_id: principal.clone(),
+                },
+            );
             self.recheck_subscriptions(cx, id);
         }
         Ok(())
@@ -333,14 +401,14 @@ impl Threads {
         id: &ThreadId,
         principal: Option<PrincipalId>,
         role: Option<Role>,
-    ) -> Result<(bool, Participant), BubbleError> {
+    ) -> Result<(bool, Participant), Step> {
         let target = principal.unwrap_or_else(|| caller.principal.clone());
         let role = if target == caller.principal {
             self.require(caller, id, Need::AnyAppend)?;
             // Appends are never inherited, so a self-joining caller holds a
             // direct grant, or is an admin (shown as `owner`).
             let own = self
-                .table
+                .cache
                 .get(id)
                 .and_then(|t| t.grants.get(&caller.principal).copied());
             let own = own.unwrap_or(Role::Owner);
@@ -364,11 +432,15 @@ impl Threads {
             role,
             joined_at: rfc3339(cx.now),
         };
-        cx.out.write(Write::PutParticipant {
-            thread_id: id.clone(),
-            participant: row.clone(),
-        });
-        thread.participants.push(row.clone());
+        self.write(
+            cx,
+            id,
+            Write::PutParticipant {
+                thread_id: id.clone(),
+                participant: row.clone(),
+            },
+        );
+        self.thread_mut(id)?.participants.push(row.clone());
         self.emit(
             cx,
             id,
@@ -389,7 +461,7 @@ impl Threads {
         caller: &Caller,
         id: &ThreadId,
         principal: &PrincipalId,
-    ) -> Result<(), BubbleError> {
+    ) -> Result<(), Step> {
         let need = if principal == &caller.principal {
             Capability::ThreadRead
         } else {
@@ -402,12 +474,17 @@ impl Threads {
         if thread.participants.len() == before {
             return Err(BubbleError::NotFound(format!(
                 "Principal \"{principal}\" is not a participant of thread \"{id}\"."
-            )));
+            ))
+            .into());
         }
-        cx.out.write(Write::DeleteParticipant {
-            thread_id: id.clone(),
-            principal_id: principal.clone(),
-        });
+        self.write(
+            cx,
+            id,
+            Write::DeleteParticipant {
+                thread_id: id.clone(),
+                principal_id: principal.clone(),
+            },
+        );
         self.emit(
             cx,
             id,

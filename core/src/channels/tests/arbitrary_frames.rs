@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::{Harness, Input, Output, WsFrame};
-use crate::engine::ChannelProtocol;
+use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
 
 fn message() -> impl Strategy<Value = String> {

@@ -3,10 +3,9 @@
 use serde_json::{json, Value};
 
 use crate::config::{AppConfig, Config};
-use crate::engine::{ChannelProtocol, Engine, Input, Output, WsFrame};
+use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
 use crate::http::{HttpRequest, Method};
 use crate::ids::{ConnId, Millis, RequestId};
-use crate::store::{Backend, MemoryStore};
 
 use super::signature::auth_string;
 
@@ -39,9 +38,7 @@ impl Harness {
     }
 
     fn with(config: Config) -> Harness {
-        let store = MemoryStore::default();
-        let snapshot = store.load().unwrap();
-        let engine = Engine::new(config, 7, snapshot, Box::new(store)).unwrap();
+        let engine = Engine::new(config, 7);
         Harness {
             engine,
             now: Millis(1_000_000),
@@ -60,7 +57,9 @@ impl Harness {
                     self.sent
                         .push((*conn, serde_json::from_str(frame).unwrap()));
                 }
-                Output::Close { conn, code } => self.closed.push((*conn, *code)),
+                Output::Close { conn, reason } => {
+                    self.closed.push((*conn, reason.code().unwrap_or(1006)));
+                }
                 _ => {}
             }
             outs.push(out);

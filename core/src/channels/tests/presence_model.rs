@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Harness, Input};
 use crate::channels::signature::auth_string;
-use crate::engine::ChannelProtocol;
+use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
 
 const CHANNEL: &str = "presence-model";

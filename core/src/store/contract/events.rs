@@ -75,7 +75,7 @@ pub fn history_paging<C: ContractBackend>(backend: &C) {
         node.append("alice", "thread-1", &format!("run-{n}"), None)
             .expect(201);
     }
-    let page = |node: &mut Node<C::Writer>, query: &str| {
+    let page = |node: &mut Node<C::Store>, query: &str| {
         node.get("alice", &format!("/v1/threads/thread-1/events?{query}"))
             .expect(200)
     };
@@ -113,4 +113,25 @@ pub fn history_paging<C: ContractBackend>(backend: &C) {
         node.get("alice", &format!("/v1/threads/thread-1/events?{bad}"))
             .expect_error(400, "invalid_request");
     }
+}
+
+/// A read that fails answers `internal` to the one request that waited for
+/// it; the engine and the data stay as they were.
+pub fn failed_read_answers_internal<C: ContractBackend>(backend: &C) {
+    let mut node = Node::start(backend, START);
+    node.create("alice", "thread-1", None).expect(201);
+    for run in ["run-1", "run-2"] {
+        node.append("alice", "thread-1", run, None).expect(201);
+    }
+    node.fail_reads(Some("events"));
+    node.get("alice", "/v1/threads/thread-1/events?fromSeq=1")
+        .expect_error(500, "internal");
+    assert_eq!(node.thread("thread-1")["headSeq"], 2);
+    node.append("alice", "thread-1", "run-3", None).expect(201);
+    node.fail_reads(None);
+    assert_eq!(seqs(&node.history("thread-1")), [1, 2, 3]);
+    node.fail_reads(Some("thread"));
+    node.get("alice", "/v1/threads/unknown").expect_error(500, "internal");
+    node.fail_reads(None);
+    node.get("alice", "/v1/threads/unknown").expect_error(404, "not_found");
 }

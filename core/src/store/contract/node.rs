@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::ContractBackend;
 use crate::http::{HttpRequest, Method};
-use crate::store::Backend;
-use crate::{Config, Engine, Input, Millis, Output, PrincipalId, RequestId};
+use crate::store::{Backend, ReadQuery, StoreError};
+use crate::{Config, Engine, Input, Millis, Output, PrincipalId, ReadId, RequestId, ThreadId};
 
 pub(super) const ADMIN: &str = "root";
 pub(super) const START: u64 = 1_796_031_850_000;
@@ -59,32 +59,171 @@ impl Reply {
     }
 }
 
+/// How a node answers the engine's reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Each read is answered as soon as it is asked for.
+    AtOnce,
+    /// Reads wait, and complete in a random order (from this seed), with
+    /// timer inputs in between.
+    Shuffled(u64),
+}
+
 /// One running engine over the backend, driven like a host drives it.
 pub(super) struct Node<W: Backend> {
     engine: Engine,
     writer: W,
     now: u64,
     next_req: u64,
+    reads: Reads,
+    rng: u64,
+    /// Reads asked for and not answered yet.
+    waiting: Vec<(ReadId, ReadQuery)>,
+    /// Reads to fail instead of answering, by kind (`"events"`, …).
+    fail: Option<&'static str>,
+    /// What other engines over the same data must hear of our commits.
+    pub(super) changed: Vec<(ThreadId, u64, u64)>,
+}
+
+fn kind(query: &ReadQuery) -> &'static str {
+    match query {
+        ReadQuery::Events { .. } => "events",
+        ReadQuery::Idempotent { .. } => "idempotent",
+        ReadQuery::Thread { .. } => "thread",
+        ReadQuery::Threads { .. } => "threads",
+    }
 }
 
 impl<W: Backend> Node<W> {
-    pub(super) fn start<C: ContractBackend<Writer = W>>(backend: &C, now: u64) -> Node<W> {
-        let (writer, reader) = backend.open();
-        let snapshot = writer.load().expect("the backend loads its snapshot");
-        let engine = Engine::new(config(), 1, snapshot, reader).expect("the snapshot is valid");
+    pub(super) fn start<C: ContractBackend<Store = W>>(backend: &C, now: u64) -> Node<W> {
+        Node::with(backend, now, 1, backend.reads())
+    }
+
+    /// A node with its own id seed (engines sharing data need distinct
+    /// seeds) and read mode.
+    pub(super) fn with<C: ContractBackend<Store = W>>(
+        backend: &C,
+        now: u64,
+        seed: u64,
+        reads: Reads,
+    ) -> Node<W> {
+        let rng = match reads {
+            Reads::AtOnce => 0,
+            Reads::Shuffled(seed) => seed | 1,
+        };
         Node {
-            engine,
-            writer,
+            engine: Engine::new(config(), seed),
+            writer: backend.open(),
             now,
             next_req: 1,
+            reads,
+            rng,
+            waiting: Vec::new(),
+            fail: None,
+            changed: Vec::new(),
         }
     }
 
     /// Drops this node and starts another over the same data, later.
-    pub(super) fn restart<C: ContractBackend<Writer = W>>(self, backend: &C) -> Node<W> {
+    pub(super) fn restart<C: ContractBackend<Store = W>>(self, backend: &C) -> Node<W> {
         let now = self.now + 1_000;
+        let reads = self.reads;
         drop(self);
-        Node::start(backend, now)
+        Node::with(backend, now, 2, reads)
+    }
+
+    /// Fails every read of `kind` from now on (`None`: answer them again).
+    pub(super) fn fail_reads(&mut self, kind: Option<&'static str>) {
+        self.fail = kind;
+    }
+
+    fn random(&mut self, n: usize) -> usize {
+        // xorshift64: a deterministic order from the mode's seed.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        usize::try_from(self.rng % n as u64).unwrap_or(0)
+    }
+
+    fn input(&mut self, input: Input<'_>) {
+        self.engine
+            .handle(Millis(self.now), input)
+            .expect("valid input");
+    }
+
+    /// Tells the engine another writer changed `thread`.
+    pub(super) fn hear(&mut self, thread: &ThreadId, head_seq: u64, version: u64) {
+        self.input(Input::Changed {
+            thread: thread.clone(),
+            head_seq,
+            version,
+        });
+        self.settle(None);
+    }
+
+    /// Performs outputs until nothing is waiting; returns the response to
+    /// `req`, if one came.
+    fn settle(&mut self, req: Option<RequestId>) -> Option<Reply> {
+        let mut reply = None;
+        loop {
+            while let Some(out) = self.engine.poll_output() {
+                match out {
+                    Output::Persist { batch, writes } => {
+                        let refused = self
+                            .writer
+                            .apply(&[&writes])
+                            .expect("the backend applies the engine's writes")
+                            .remove(0);
+                        for group in &writes.threads {
+                            if !refused.contains(&group.thread_id) {
+                                let at = group.record.at();
+                                self.changed
+                                    .push((group.thread_id.clone(), at.head_seq, at.version));
+                            }
+                        }
+                        let input = if refused.is_empty() {
+                            Input::Persisted { batch }
+                        } else {
+                            Input::PersistFailed {
+                                batch,
+                                conflicts: refused,
+                            }
+                        };
+                        self.input(input);
+                    }
+                    Output::Read { read, query } => self.waiting.push((read, query)),
+                    Output::Respond { req: r, response } if Some(r) == req => {
+                        let body = if response.body.is_empty() {
+                            Value::Null
+                        } else {
+                            serde_json::from_str(&response.body).expect("JSON response body")
+                        };
+                        reply = Some(Reply {
+                            status: response.status,
+                            body,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            if self.waiting.is_empty() {
+                return reply;
+            }
+            let pick = match self.reads {
+                Reads::AtOnce => 0,
+                Reads::Shuffled(_) => self.random(self.waiting.len()),
+            };
+            let (read, query) = self.waiting.swap_remove(pick);
+            let result = if self.fail == Some(kind(&query)) {
+                Err(StoreError("injected read failure".into()))
+            } else {
+                self.writer.read(&query)
+            };
+            if let Reads::Shuffled(_) = self.reads {
+                self.input(Input::Tick);
+            }
+            self.input(Input::ReadDone { read, result });
+        }
     }
 
     pub(super) fn call(
@@ -109,36 +248,9 @@ impl<W: Backend> Node<W> {
             idempotency_key,
             body: body.as_bytes(),
         };
-        let now = Millis(self.now);
-        self.engine
-            .handle(now, Input::Http { req, request })
-            .expect("valid input");
-        let mut reply = None;
-        while let Some(out) = self.engine.poll_output() {
-            match out {
-                Output::Persist { batch, writes } => {
-                    self.writer
-                        .apply(&writes)
-                        .expect("the backend applies the engine's writes");
-                    self.engine
-                        .handle(now, Input::Persisted { batch })
-                        .expect("issued batch");
-                }
-                Output::Respond { req: r, response } if r == req => {
-                    let body = if response.body.is_empty() {
-                        Value::Null
-                    } else {
-                        serde_json::from_str(&response.body).expect("JSON response body")
-                    };
-                    reply = Some(Reply {
-                        status: response.status,
-                        body,
-                    });
-                }
-                _ => {}
-            }
-        }
-        reply.unwrap_or_else(|| panic!("no reply to {target}"))
+        self.input(Input::Http { req, request });
+        self.settle(Some(req))
+            .unwrap_or_else(|| panic!("no reply to {target}"))
     }
 
     pub(super) fn get(&mut self, who: &str, target: &str) -> Reply {

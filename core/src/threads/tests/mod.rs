@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use crate::http::{HttpRequest, Method};
-use crate::store::{Backend, MemoryStore, Write};
+use crate::store::{Backend, Batch, MemoryStore};
 use crate::{
     BatchId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, RequestId, WsFrame,
 };
@@ -15,7 +15,7 @@ use crate::{
 pub(super) struct Host {
     engine: Engine,
     store: MemoryStore,
-    held: VecDeque<(BatchId, Vec<Write>)>,
+    held: VecDeque<(BatchId, Batch)>,
     hold: bool,
     drains: Vec<ConnId>,
     frames: Vec<(ConnId, Value)>,
@@ -43,8 +43,7 @@ impl Host {
                 .push((format!("t-{p}"), PrincipalId::new(p)));
         }
         let store = MemoryStore::default();
-        let engine =
-            Engine::new(config, 1, store.load().unwrap(), Box::new(store.clone())).unwrap();
+        let engine = Engine::new(config, 1);
         Host {
             engine,
             store,
@@ -63,13 +62,36 @@ impl Host {
     }
 
     fn pump(&mut self) {
-        while let Some(out) = self.engine.poll_output() {
+        loop {
+            let mut reads = Vec::new();
+            while let Some(out) = self.engine.poll_output() {
+                self.output(out, &mut reads);
+            }
+            if reads.is_empty() {
+                break;
+            }
+            for (read, query) in reads {
+                let result = self.store.read(&query);
+                let input = Input::ReadDone { read, result };
+                self.engine.handle(Millis(1_000), input).unwrap();
+            }
+        }
+        if !self.hold {
+            self.persist_all();
+        }
+    }
+
+    fn output(&mut self, out: Output, reads: &mut Vec<(crate::ReadId, crate::store::ReadQuery)>) {
+        {
             match out {
+                Output::Read { read, query } => reads.push((read, query)),
                 Output::Persist { batch, writes } => self.held.push_back((batch, writes)),
                 Output::Send { conn, frame } => self
                     .frames
                     .push((conn, serde_json::from_str(&frame).unwrap())),
-                Output::Close { conn, code } => self.closes.push((conn, code)),
+                Output::Close { conn, reason } => {
+                    self.closes.push((conn, reason.code().unwrap_or(1006)));
+                }
                 Output::Respond { response, .. } => {
                     let body = serde_json::from_str(&response.body).unwrap_or(Value::Null);
                     self.responses.push((response.status, body));
@@ -78,15 +100,13 @@ impl Host {
                 Output::Ping { .. } => {}
             }
         }
-        if !self.hold {
-            self.persist_all();
-        }
     }
 
     fn persist_all(&mut self) {
         let mut last = None;
         while let Some((batch, writes)) = self.held.pop_front() {
-            self.store.apply(&writes).unwrap();
+            let refused = self.store.apply(&[&writes]).unwrap();
+            assert_eq!(refused, [Vec::<crate::ThreadId>::new()], "one writer never conflicts");
             last = Some(batch);
         }
         if let Some(batch) = last {

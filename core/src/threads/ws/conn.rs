@@ -1,20 +1,38 @@
 //! Per-connection state of `/v1/ws`: the caller, its subscriptions, flow
-//! control of backlog replay, and the frame-rate window.
+//! control of backlog replay, frames waiting behind a parked one, and the
+//! frame-rate window.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use crate::config::Limits;
-use crate::ids::{ConnId, Millis, ThreadId};
+use crate::ids::{ConnId, Millis, ReadId, ThreadId};
 use crate::threads::state::Caller;
 
-/// Where a subscription is between registration and live delivery.
+/// Where a subscription stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Sub {
-    /// Replaying history; `next_seq` is the next event to send. Appends are
-    /// not fanned out to it: replay reads them once it gets there.
-    CatchingUp { next_seq: u64 },
-    /// Caught up with the head: every append is fanned out to it.
-    Live,
+pub(crate) struct Sub {
+    /// The next seq this subscription sends.
+    pub(crate) next: u64,
+    /// The lowest seq it may ever send (its `fromSeq`, or `throughSeq + 1`
+    /// when it asked for live events only).
+    pub(crate) floor: u64,
+    /// Caught up: every append is fanned out to it. Otherwise it replays
+    /// history and appends are not fanned out to it: replay reads them once
+    /// it gets there.
+    pub(crate) live: bool,
+    /// The backlog read in flight, if any.
+    pub(crate) read: Option<ReadId>,
+}
+
+/// A frame that arrived while an earlier one waited for a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Queued {
+    /// A text frame.
+    Text(String),
+    /// A binary frame.
+    Binary,
+    /// A frame dropped by the frame-rate limit.
+    RateLimited,
 }
 
 /// One authenticated `/v1/ws` connection.
@@ -26,6 +44,10 @@ pub(crate) struct Conn {
     pub(crate) awaiting_drain: bool,
     /// A close was requested; further frames are ignored.
     pub(crate) closing: bool,
+    /// The operation of the frame waiting for a read, if any.
+    pub(crate) parked: Option<u64>,
+    /// Frames that arrived behind it, in order.
+    pub(crate) queue: VecDeque<Queued>,
     window_start: Millis,
     window_frames: u32,
 }
@@ -37,6 +59,8 @@ impl Conn {
             subs: BTreeMap::new(),
             awaiting_drain: false,
             closing: false,
+            parked: None,
+            queue: VecDeque::new(),
             window_start: Millis(0),
             window_frames: 0,
         }
@@ -71,6 +95,11 @@ impl Sockets {
                 .or_default()
                 .insert(conn);
         }
+    }
+
+    /// The subscription of `conn` to `thread`.
+    pub(crate) fn sub_mut(&mut self, conn: ConnId, thread: &ThreadId) -> Option<&mut Sub> {
+        self.conns.get_mut(&conn)?.subs.get_mut(thread)
     }
 
     /// Drops a subscription; true when there was one.

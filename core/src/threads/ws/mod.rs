@@ -1,38 +1,35 @@
 //! The `/v1/ws` connection state machine (bubble-websocket-protocol.txt,
 //! SPEC §5).
 //!
-//! A subscription is registered with `thread.subscription_opened` carrying
-//! the head at that moment, then replays history as [`Sub::CatchingUp`]:
-//! at most `limits.backlog_page` events per step, then an
-//! [`Output::WantDrained`] and the next step on [`Input::Drained`]. Appends
-//! are fanned out only to [`Sub::Live`] subscriptions; replay reads events
-//! appended meanwhile itself, and a subscription that reaches the head
-//! becomes live within the same step. The engine handles one input at a
-//! time, so nothing is appended between the last replayed event and the
-//! switch: no gap and no duplicate.
+//! Frames are decided in the order they arrive: a frame that must wait for
+//! a read (a subscribe to a thread not cached, an append with an
+//! idempotency key) parks, and the frames behind it queue until it is
+//! decided. Size and rate limits apply on arrival.
 //!
-//! [`Input::Drained`]: crate::Input::Drained
+//! A subscription is registered with `thread.subscription_opened` carrying
+//! the head at that moment, then replays history (see [`replay`]): pages of
+//! durable events read from the store, then the pending events from memory,
+//! and it becomes live within the same input that sends the last of them.
+//! The engine handles one input at a time, so nothing is appended between
+//! the last replayed event and the switch: no gap and no duplicate.
 
 use crate::auth::AuthError;
-use crate::engine::{Ctx, Output, WsFrame};
+use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{ConnId, ThreadId};
-use crate::model::StoredEvent;
+use crate::io::{CloseReason, Output, WsFrame};
 use crate::policy::Capability;
-use crate::store::EventStore;
+use crate::store::ReadQuery;
 use crate::threads::state::Caller;
+use crate::threads::work::{Op, Step};
 use crate::threads::Threads;
 
 pub(crate) mod codec;
 pub(crate) mod conn;
+mod replay;
 
 use codec::{ClientFrame, FrameError};
-use conn::{Conn, Sub};
-
-/// Close code for a frame over `limits.max_ws_frame_bytes`.
-const CLOSE_TOO_BIG: u16 = 1009;
-/// Close code after a refused bearer.
-const CLOSE_POLICY: u16 = 1008;
+use conn::{Conn, Queued, Sub};
 
 /// A socket whose bearer was refused: one unscoped `unauthorized` error,
 /// then close 1008.
@@ -40,7 +37,7 @@ pub(super) fn refuse(cx: &mut Ctx<'_>, conn: ConnId, err: AuthError) {
     send_error(cx, conn, None, &BubbleError::from(err));
     cx.out.push(Output::Close {
         conn,
-        code: CLOSE_POLICY,
+        reason: CloseReason::Policy,
     });
 }
 
@@ -66,6 +63,17 @@ fn end_subscription(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, err: &Bub
     });
 }
 
+fn rate_limited(cx: &Ctx<'_>) -> BubbleError {
+    BubbleError::RateLimited(format!(
+        "Too many frames: at most {} per {} ms; the frame was dropped.",
+        cx.limits.frame_rate, cx.limits.frame_rate_window_ms
+    ))
+}
+
+fn binary() -> BubbleError {
+    BubbleError::InvalidRequest("Binary frames are not part of the protocol.".into())
+}
+
 impl Threads {
     pub(super) fn ws_open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, caller: Caller) {
         self.sockets.conns.insert(conn, Conn::new(caller));
@@ -74,26 +82,16 @@ impl Threads {
 
     pub(super) fn ws_closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         let dropped = self.sockets.drop_subs(conn);
-        if self.sockets.conns.remove(&conn).is_some() {
+        if let Some(c) = self.sockets.conns.remove(&conn) {
+            if let Some(op) = c.parked {
+                self.works.remove(&op);
+            }
             lost_subscriptions(cx, dropped);
             cx.metrics.thread_connections = cx.metrics.thread_connections.saturating_sub(1);
         }
     }
 
-    pub(super) fn ws_drained(&mut self, cx: &mut Ctx<'_>, store: &dyn EventStore, conn: ConnId) {
-        if let Some(c) = self.sockets.conns.get_mut(&conn) {
-            c.awaiting_drain = false;
-            self.replay(cx, store, conn);
-        }
-    }
-
-    pub(super) fn ws_frame(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
-        conn: ConnId,
-        frame: WsFrame<'_>,
-    ) {
+    pub(super) fn ws_frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         // Refused sockets are not registered: their frames are ignored.
         let Some(c) = self.sockets.conns.get_mut(&conn) else {
             return;
@@ -107,41 +105,111 @@ impl Threads {
         };
         if len > cx.limits.max_ws_frame_bytes {
             c.closing = true;
+            c.queue.clear();
             let dropped = self.sockets.drop_subs(conn);
             lost_subscriptions(cx, dropped);
             cx.out.push(Output::Close {
                 conn,
-                code: CLOSE_TOO_BIG,
+                reason: CloseReason::TooBig,
             });
             return;
         }
-        if !c.admit(cx.now, cx.limits) {
-            let err = BubbleError::RateLimited(format!(
-                "Too many frames: at most {} per {} ms; the frame was dropped.",
-                cx.limits.frame_rate, cx.limits.frame_rate_window_ms
-            ));
-            return send_error(cx, conn, None, &err);
-        }
-        let caller = c.caller.clone();
-        let WsFrame::Text(text) = frame else {
-            let err =
-                BubbleError::InvalidRequest("Binary frames are not part of the protocol.".into());
-            return send_error(cx, conn, None, &err);
+        let queued = match frame {
+            _ if !c.admit(cx.now, cx.limits) => Queued::RateLimited,
+            WsFrame::Binary(_) => Queued::Binary,
+            WsFrame::Text(text) if c.parked.is_some() => Queued::Text(text.to_owned()),
+            WsFrame::Text(text) => return self.start_frame(cx, conn, text),
         };
-        match codec::parse(text) {
-            Err(FrameError { scope, error }) => send_error(cx, conn, scope.as_deref(), &error),
+        if c.parked.is_some() {
+            c.queue.push_back(queued);
+        } else {
+            self.simple_frame(cx, conn, &queued);
+        }
+    }
+
+    /// A frame decided without the store: a binary or rate-limited one.
+    fn simple_frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: &Queued) {
+        match frame {
+            Queued::Text(text) => self.start_frame(cx, conn, text),
+            Queued::Binary => send_error(cx, conn, None, &binary()),
+            Queued::RateLimited => send_error(cx, conn, None, &rate_limited(cx)),
+        }
+    }
+
+    /// Runs a text frame; parks it (and queues what follows) when it must
+    /// wait for a read.
+    fn start_frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, text: &str) {
+        let op = self.new_op();
+        match self.run_frame(cx, conn, text) {
+            Some(need) => {
+                if let Some(c) = self.sockets.conns.get_mut(&conn) {
+                    c.parked = Some(op);
+                }
+                let owned = Op::Frame {
+                    conn,
+                    text: text.to_owned(),
+                };
+                self.park(cx, op, owned, need);
+            }
+            None => self.settle(cx, op, || Op::Frame {
+                conn,
+                text: text.to_owned(),
+            }),
+        }
+    }
+
+    /// The parked frame `op` of `conn` was decided: run the frames queued
+    /// behind it until one parks.
+    pub(super) fn unpark_conn(&mut self, cx: &mut Ctx<'_>, conn: ConnId, op: u64) {
+        match self.sockets.conns.get_mut(&conn) {
+            Some(c) if c.parked == Some(op) => c.parked = None,
+            _ => return,
+        }
+        loop {
+            let Some(c) = self.sockets.conns.get_mut(&conn) else {
+                return;
+            };
+            if c.parked.is_some() {
+                return;
+            }
+            let Some(next) = c.queue.pop_front() else {
+                return;
+            };
+            self.simple_frame(cx, conn, &next);
+        }
+    }
+
+    /// Decides one text frame; `Some` when it needs that read first.
+    pub(super) fn run_frame(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        text: &str,
+    ) -> Option<ReadQuery> {
+        self.wrote = None;
+        let caller = self.sockets.conns.get(&conn)?.caller.clone();
+        let (scope, result) = match codec::parse(text) {
+            Err(FrameError { scope, error }) => (scope, Err(Step::Fail(error))),
             Ok(ClientFrame::Subscribe { thread, from_seq }) => {
-                self.subscribe(cx, store, conn, &caller, thread, from_seq);
+                return self.subscribe(cx, conn, &caller, thread, from_seq);
             }
             Ok(ClientFrame::Unsubscribe { thread }) => {
                 if self.sockets.unsubscribe(conn, &thread) {
                     lost_subscriptions(cx, 1);
                 }
+                return None;
             }
             Ok(ClientFrame::Append { thread, event }) => {
-                if let Err(err) = self.append(cx, store, &caller, &thread, event, None) {
-                    send_error(cx, conn, Some(thread.as_str()), &err);
-                }
+                let result = self.append(cx, &caller, &thread, event, None).map(drop);
+                (Some(thread.as_str().to_owned()), result)
+            }
+        };
+        match result {
+            Ok(()) => None,
+            Err(Step::Need(query)) => Some(query),
+            Err(Step::Fail(err)) => {
+                send_error(cx, conn, scope.as_deref(), &err);
+                None
             }
         }
     }
@@ -149,159 +217,58 @@ impl Threads {
     fn subscribe(
         &mut self,
         cx: &mut Ctx<'_>,
-        store: &dyn EventStore,
         conn: ConnId,
         caller: &Caller,
         thread: ThreadId,
         from_seq: u64,
-    ) {
-        let Some(c) = self.sockets.conns.get(&conn) else {
-            return;
-        };
+    ) -> Option<ReadQuery> {
+        let c = self.sockets.conns.get(&conn)?;
         if c.subs.contains_key(&thread) {
             let err = BubbleError::AlreadySubscribed(thread.clone());
-            return send_error(cx, conn, Some(thread.as_str()), &err);
+            send_error(cx, conn, Some(thread.as_str()), &err);
+            return None;
         }
-        if self
-            .require(caller, &thread, Capability::EventsSubscribe)
-            .is_err()
-        {
+        let held = match self.held(caller, &thread) {
+            Ok(held) => held,
+            Err(Step::Need(query)) => return Some(query),
+            Err(Step::Fail(err)) => {
+                end_subscription(cx, conn, &thread, &err);
+                return None;
+            }
+        };
+        if !held.contains(Capability::EventsSubscribe) {
             // Denial maps to not_found, as for GET /v1/threads/:threadId.
             let err = BubbleError::ThreadNotFound(thread.clone());
-            return end_subscription(cx, conn, &thread, &err);
+            end_subscription(cx, conn, &thread, &err);
+            return None;
         }
+        let c = self.sockets.conns.get(&conn)?;
         if c.subs.len() >= cx.limits.max_subscriptions {
             let err = BubbleError::RateLimited(format!(
                 "Connection already holds the maximum of {} subscriptions.",
                 cx.limits.max_subscriptions
             ));
-            return end_subscription(cx, conn, &thread, &err);
+            end_subscription(cx, conn, &thread, &err);
+            return None;
         }
-        let awaiting_drain = c.awaiting_drain;
-        let head = self.table.get(&thread).map_or(0, |t| t.head_seq);
+        let head = self.cache.get(&thread).map_or(0, |t| t.head_seq);
         cx.out.push(Output::Send {
             conn,
             frame: codec::opened(&thread, head),
         });
         cx.metrics.thread_subscriptions += 1;
-        if from_seq > head {
-            self.sockets.subscribe(conn, &thread, Sub::Live);
-        } else {
-            self.sockets
-                .subscribe(conn, &thread, Sub::CatchingUp { next_seq: from_seq });
-            if !awaiting_drain {
-                self.replay(cx, store, conn);
-            }
-        }
-    }
-
-    /// One replay step of every catching-up subscription of `conn`, at most
-    /// `limits.backlog_page` events in all.
-    fn replay(&mut self, cx: &mut Ctx<'_>, store: &dyn EventStore, conn: ConnId) {
-        let Some(c) = self.sockets.conns.get(&conn) else {
-            return;
+        let floor = from_seq.min(head + 1);
+        let sub = Sub {
+            next: floor,
+            floor,
+            live: floor > head,
+            read: None,
         };
-        let catching: Vec<(ThreadId, u64)> = c
-            .subs
-            .iter()
-            .filter_map(|(t, s)| match s {
-                Sub::CatchingUp { next_seq } => Some((t.clone(), *next_seq)),
-                Sub::Live => None,
-            })
-            .collect();
-        let mut budget = cx.limits.backlog_page.max(1);
-        let mut unfinished = false;
-        for (thread, mut next) in catching {
-            if budget == 0 {
-                unfinished = true;
-                break;
-            }
-            let head = self.table.get(&thread).map_or(0, |t| t.head_seq);
-            let events = match self.table.read(store, &thread, next, head, budget) {
-                Ok(events) if !events.is_empty() || next > head => events,
-                _ => {
-                    self.sockets.unsubscribe(conn, &thread);
-                    lost_subscriptions(cx, 1);
-                    end_subscription(cx, conn, &thread, &BubbleError::Internal);
-                    continue;
-                }
-            };
-            for event in &events {
-                cx.out.push(Output::Send {
-                    conn,
-                    frame: codec::event(&thread, &event.json),
-                });
-                next = event.seq + 1;
-            }
-            budget -= events.len();
-            let state = if next > head {
-                Sub::Live
-            } else {
-                Sub::CatchingUp { next_seq: next }
-            };
-            unfinished |= state != Sub::Live;
-            self.sockets.subscribe(conn, &thread, state);
+        self.sockets.subscribe(conn, &thread, sub);
+        if !sub.live {
+            self.replay(cx, conn);
         }
-        if unfinished {
-            if let Some(c) = self.sockets.conns.get_mut(&conn) {
-                c.awaiting_drain = true;
-                cx.out.push(Output::WantDrained { conn });
-            }
-        }
-    }
-
-    /// Sends `event` to every live subscription of `thread`, serialized once.
-    pub(super) fn fan_out(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId, event: &StoredEvent) {
-        let Some(subscribers) = self.sockets.subscribers.get(thread) else {
-            return;
-        };
-        let mut frame = None;
-        for conn in subscribers {
-            let live = self
-                .sockets
-                .conns
-                .get(conn)
-                .and_then(|c| c.subs.get(thread));
-            if live == Some(&Sub::Live) {
-                let frame = frame.get_or_insert_with(|| codec::event(thread, &event.json));
-                cx.out.push(Output::Send {
-                    conn: *conn,
-                    frame: frame.clone(),
-                });
-            }
-        }
-    }
-
-    /// After a grant change on `root`: every subscription on `root` or below
-    /// whose caller no longer holds `events.subscribe` ends with a scoped
-    /// `not_found` error and `thread.subscription_closed`.
-    pub(super) fn recheck_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
-        for thread in self.table.subtree(root) {
-            let Some(subscribers) = self.sockets.subscribers.get(&thread) else {
-                continue;
-            };
-            let lost: Vec<ConnId> = subscribers
-                .iter()
-                .copied()
-                .filter(|conn| {
-                    self.sockets.conns.get(conn).is_some_and(|c| {
-                        !self
-                            .held(&c.caller, &thread)
-                            .contains(Capability::EventsSubscribe)
-                    })
-                })
-                .collect();
-            for conn in lost {
-                self.sockets.unsubscribe(conn, &thread);
-                lost_subscriptions(cx, 1);
-                end_subscription(
-                    cx,
-                    conn,
-                    &thread,
-                    &BubbleError::ThreadNotFound(thread.clone()),
-                );
-            }
-        }
+        None
     }
 }
 

@@ -1,0 +1,215 @@
+//! The engine's vocabulary: what a host reports ([`Input`]) and what it must
+//! do ([`Output`]). Every other module builds on these types; none of them
+//! depends on the engine itself.
+
+use std::sync::Arc;
+
+use crate::http::{HttpRequest, HttpResponse};
+use crate::ids::{BatchId, ConnId, ReadId, RequestId, ThreadId};
+use crate::store::{Batch, ReadQuery, ReadResult, StoreError};
+
+/// A serialized frame, built once and shared by every recipient.
+pub type SharedFrame = Arc<str>;
+
+/// A WebSocket data frame from a client.
+#[derive(Debug, Clone, Copy)]
+pub enum WsFrame<'a> {
+    /// A text frame.
+    Text(&'a str),
+    /// A binary frame (not part of either protocol).
+    Binary(&'a [u8]),
+}
+
+/// Which acknowledgement a pubb socket asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelProtocol {
+    /// `protocol=2`: `pubb:subscription_succeeded`.
+    V2,
+    /// No `protocol=2`: the legacy `pubb_internal:subscription_succeeded`.
+    Legacy,
+}
+
+/// Why the engine closes a socket; each maps to one WebSocket close code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// 1001: the server is going away.
+    GoingAway,
+    /// 1008: a policy was violated (bad token, unknown app, command rate).
+    Policy,
+    /// 1009: a client frame exceeded the size limit.
+    TooBig,
+    /// 1013: try again later (the app is full, or the consumer was too slow).
+    TryAgainLater,
+    /// No close frame: the peer stopped answering Pings, so the TCP
+    /// connection is dropped (the peer sees 1006).
+    Dropped,
+}
+
+impl CloseReason {
+    /// The WebSocket close code to send; `None` for [`CloseReason::Dropped`].
+    pub fn code(self) -> Option<u16> {
+        match self {
+            CloseReason::GoingAway => Some(1001),
+            CloseReason::Policy => Some(1008),
+            CloseReason::TooBig => Some(1009),
+            CloseReason::TryAgainLater => Some(1013),
+            CloseReason::Dropped => None,
+        }
+    }
+}
+
+/// Something that happened, reported by the host.
+#[derive(Debug, Clone)]
+pub enum Input<'a> {
+    /// A `/v1/ws` socket was upgraded; `token` is the bearer from the
+    /// `Authorization` header or `?access_token=` (None when absent).
+    OpenThreads {
+        /// The host's handle for the socket.
+        conn: ConnId,
+        /// The bearer token, if any.
+        token: Option<&'a str>,
+    },
+    /// A `/socket` was upgraded after [`crate::Engine::channel_handshake`] accepted it.
+    OpenChannels {
+        /// The host's handle for the socket.
+        conn: ConnId,
+        /// The `appKey` query parameter.
+        app_key: &'a str,
+        /// The acknowledgement mode.
+        protocol: ChannelProtocol,
+    },
+    /// A data frame arrived.
+    Frame {
+        /// The socket.
+        conn: ConnId,
+        /// The frame.
+        frame: WsFrame<'a>,
+    },
+    /// A WebSocket Pong arrived.
+    Pong {
+        /// The socket.
+        conn: ConnId,
+    },
+    /// Everything sent to `conn` so far has been written; backlog may go on
+    /// (the answer to [`Output::WantDrained`]).
+    Drained {
+        /// The socket.
+        conn: ConnId,
+    },
+    /// The socket is gone (closed by either side or by the host).
+    Closed {
+        /// The socket.
+        conn: ConnId,
+    },
+    /// An HTTP request for an engine route ([`crate::http::is_engine_route`]).
+    Http {
+        /// The host's handle, echoed in [`Output::Respond`].
+        req: RequestId,
+        /// The request.
+        request: HttpRequest<'a>,
+    },
+    /// Every batch up to and including `batch` is durable, whole.
+    Persisted {
+        /// The batch.
+        batch: BatchId,
+    },
+    /// Every batch before `batch` is durable (reported earlier), and so is
+    /// `batch` except the writes of the threads in `conflicts`: another
+    /// writer had changed them since the versions the batch expected, so
+    /// nothing of theirs in this batch was applied.
+    PersistFailed {
+        /// The batch.
+        batch: BatchId,
+        /// The threads whose writes were refused.
+        conflicts: Vec<ThreadId>,
+    },
+    /// A read asked for by [`Output::Read`] completed (in any order, at any
+    /// time; completions nobody waits for any more are ignored).
+    ReadDone {
+        /// The read.
+        read: ReadId,
+        /// What the store answered; an error answers `internal` to the one
+        /// request that waited for it.
+        result: Result<ReadResult, StoreError>,
+    },
+    /// Another writer changed `thread`: its durable head is now `head_seq`
+    /// and its version `version` (a cluster's broker reports this).
+    Changed {
+        /// The thread.
+        thread: ThreadId,
+        /// Its durable head after the change.
+        head_seq: u64,
+        /// Its version after the change.
+        version: u64,
+    },
+    /// A deadline from [`crate::Engine::poll_timeout`] passed (early ticks are harmless).
+    Tick,
+}
+
+/// Something the host must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Send a text frame.
+    Send {
+        /// The socket.
+        conn: ConnId,
+        /// The frame.
+        frame: SharedFrame,
+    },
+    /// Send a WebSocket Ping.
+    Ping {
+        /// The socket.
+        conn: ConnId,
+    },
+    /// Close the socket. The host reports [`Input::Closed`] afterwards.
+    Close {
+        /// The socket.
+        conn: ConnId,
+        /// Why, and so which close code.
+        reason: CloseReason,
+    },
+    /// Answer an HTTP request.
+    Respond {
+        /// The request.
+        req: RequestId,
+        /// The response.
+        response: HttpResponse,
+    },
+    /// Make `batch` durable, each thread's writes only if that thread is
+    /// still at the version they expect, then report [`Input::Persisted`]
+    /// or [`Input::PersistFailed`]. Batches must be reported in order.
+    Persist {
+        /// The batch's handle.
+        batch: BatchId,
+        /// The writes, grouped by thread.
+        writes: Batch,
+    },
+    /// Read from the store and report [`Input::ReadDone`]. Reads may
+    /// complete in any order.
+    Read {
+        /// The read's handle.
+        read: ReadId,
+        /// What to read.
+        query: ReadQuery,
+    },
+    /// Report [`Input::Drained`] for `conn` once what was sent to it so far
+    /// has been written (flow control for backlog replay).
+    WantDrained {
+        /// The socket.
+        conn: ConnId,
+    },
+}
+
+/// The host broke the driving contract (never a peer's fault).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Misuse {
+    /// An input named a connection that is not open.
+    #[error("unknown connection {0:?}")]
+    UnknownConn(ConnId),
+    /// An open input reused a connection id that is still open.
+    #[error("connection {0:?} is already open")]
+    ConnInUse(ConnId),
+    /// `Persisted` named a batch that was never issued, or came out of order.
+    #[error("batch {0:?} was never issued")]
+    UnknownBatch(BatchId),
+}

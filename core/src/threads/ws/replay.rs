@@ -1,0 +1,279 @@
+//! Backlog replay and live fan-out of subscriptions.
+//!
+//! A catching-up subscription reads durable history a page at a time
+//! (`limits.backlog_page` events per read, then an `Output::WantDrained`
+//! and the next read on `Input::Drained`). Once it has sent everything
+//! durable, it sends the pending events from memory and becomes live in the
+//! same input, so no append falls between the two. When another writer
+//! changes a thread, or a write of ours is refused, the thread's
+//! subscriptions are rewound to what they were sent that is durable and
+//! replay from there.
+
+use crate::ctx::Ctx;
+use crate::error::BubbleError;
+use crate::ids::{ConnId, ReadId, ThreadId};
+use crate::io::Output;
+use crate::model::StoredEvent;
+use crate::outbox::Tag;
+use crate::policy::Capability;
+use crate::store::{ReadQuery, ReadResult, StoreError};
+use crate::threads::work::Waiter;
+use crate::threads::ws::{codec, end_subscription, lost_subscriptions};
+use crate::threads::Threads;
+
+impl Threads {
+    pub(in crate::threads) fn ws_drained(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        if let Some(c) = self.sockets.conns.get_mut(&conn) {
+            c.awaiting_drain = false;
+            self.replay(cx, conn);
+        }
+    }
+
+    /// Moves every catching-up subscription of `conn` that has no read in
+    /// flight one step on: a read of durable history, or the pending events
+    /// and the switch to live.
+    pub(super) fn replay(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        let Some(c) = self.sockets.conns.get(&conn) else {
+            return;
+        };
+        if c.awaiting_drain {
+            return;
+        }
+        let waiting: Vec<ThreadId> = c
+            .subs
+            .iter()
+            .filter(|(_, s)| !s.live && s.read.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
+        for thread in waiting {
+            self.step(cx, conn, &thread);
+        }
+    }
+
+    fn step(&mut self, cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId) {
+        // A thread being reloaded resumes its subscriptions once loaded.
+        let Some(state) = self.cache.get(thread) else {
+            return;
+        };
+        let durable = state.durable().head_seq;
+        let Some(sub) = self.sockets.sub_mut(conn, thread) else {
+            return;
+        };
+        if sub.next > durable {
+            let pending: Vec<StoredEvent> = state.pending_from(sub.next).cloned().collect();
+            for event in pending {
+                send_event(cx, conn, thread, &event, true);
+                sub.next = event.seq + 1;
+            }
+            sub.live = true;
+            return;
+        }
+        let query = ReadQuery::Events {
+            thread_id: thread.clone(),
+            from_seq: sub.next,
+            through_seq: durable,
+            limit: cx.limits.backlog_page.max(1),
+        };
+        let waiter = Waiter::Replay {
+            conn,
+            thread: thread.clone(),
+            through: durable,
+        };
+        let read = self.new_read(cx, query, waiter);
+        if let Some(sub) = self.sockets.sub_mut(conn, thread) {
+            sub.read = Some(read);
+        }
+    }
+
+    /// A backlog page arrived.
+    pub(in crate::threads) fn replayed(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        thread: &ThreadId,
+        read: ReadId,
+        through: u64,
+        result: Result<ReadResult, StoreError>,
+    ) {
+        let Some(sub) = self.sockets.sub_mut(conn, thread) else {
+            return;
+        };
+        if sub.read != Some(read) {
+            // The subscription ended or was rewound since.
+            return;
+        }
+        sub.read = None;
+        let expected_first = sub.next;
+        let events = match result {
+            Ok(ReadResult::Events(events))
+                if events.first().map(|e| e.seq) == Some(expected_first)
+                    && events.windows(2).all(|w| w[1].seq == w[0].seq + 1)
+                    && events.last().is_some_and(|e| e.seq <= through) =>
+            {
+                events
+            }
+            _ => {
+                self.sockets.unsubscribe(conn, thread);
+                lost_subscriptions(cx, 1);
+                end_subscription(cx, conn, thread, &BubbleError::Internal);
+                return;
+            }
+        };
+        for event in &events {
+            send_event(cx, conn, thread, event, false);
+        }
+        let next = events.last().map_or(expected_first, |e| e.seq + 1);
+        if let Some(sub) = self.sockets.sub_mut(conn, thread) {
+            sub.next = next;
+        }
+        let behind = self
+            .cache
+            .get(thread)
+            .is_some_and(|s| next <= s.durable().head_seq);
+        if behind {
+            if let Some(c) = self.sockets.conns.get_mut(&conn) {
+                if !c.awaiting_drain {
+                    c.awaiting_drain = true;
+                    cx.out.push(Output::WantDrained { conn });
+                }
+            }
+        } else {
+            self.step(cx, conn, thread);
+        }
+    }
+
+    /// Sends `event` to every live subscription of `thread` that expects it,
+    /// serialized once.
+    pub(in crate::threads) fn fan_out(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        thread: &ThreadId,
+        event: &StoredEvent,
+    ) {
+        let Some(subscribers) = self.sockets.subscribers.get(thread) else {
+            return;
+        };
+        let mut frame = None;
+        for conn in subscribers {
+            let Some(sub) = self
+                .sockets
+                .conns
+                .get_mut(conn)
+                .and_then(|c| c.subs.get_mut(thread))
+            else {
+                continue;
+            };
+            if sub.live && sub.next == event.seq {
+                sub.next = event.seq + 1;
+                let frame = frame.get_or_insert_with(|| codec::event(thread, &event.json));
+                cx.out.push_tagged(
+                    Output::Send {
+                        conn: *conn,
+                        frame: frame.clone(),
+                    },
+                    Tag::Event {
+                        thread: thread.clone(),
+                        seq: event.seq,
+                    },
+                );
+            }
+        }
+    }
+
+    /// `thread`'s cached state is dropped: its subscriptions were sent at
+    /// most `durable` of what will stand (the rest was held and is dropped
+    /// or replayed), so they catch up from there once it is reloaded.
+    pub(in crate::threads) fn rewind_subscriptions(&mut self, thread: &ThreadId, durable: u64) {
+        let Some(subscribers) = self.sockets.subscribers.get(thread) else {
+            return;
+        };
+        for conn in subscribers {
+            if let Some(sub) = self
+                .sockets
+                .conns
+                .get_mut(conn)
+                .and_then(|c| c.subs.get_mut(thread))
+            {
+                sub.next = sub.floor.max(sub.next.min(durable + 1));
+                sub.live = false;
+                sub.read = None;
+            }
+        }
+    }
+
+    /// `thread` was (re)loaded: check its subscriptions' access and resume
+    /// their replay.
+    pub(in crate::threads) fn thread_loaded(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
+        self.recheck_subscriptions(cx, thread);
+        let conns: Vec<ConnId> = self
+            .sockets
+            .subscribers
+            .get(thread)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        for conn in conns {
+            self.replay(cx, conn);
+        }
+    }
+
+    /// After a grant change on `root` (or its reload): every subscription on
+    /// `root` or below whose caller no longer holds `events.subscribe` ends
+    /// with a scoped `not_found` error and `thread.subscription_closed`.
+    pub(in crate::threads) fn recheck_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
+        let affected: Vec<ThreadId> = self
+            .sockets
+            .subscribers
+            .keys()
+            .filter(|t| *t == root || self.cache.ancestors(t).any(|a| a == root))
+            .cloned()
+            .collect();
+        for thread in affected {
+            let subscribers: Vec<ConnId> = self
+                .sockets
+                .subscribers
+                .get(&thread)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
+            for conn in subscribers {
+                let Some(caller) = self.sockets.conns.get(&conn).map(|c| c.caller.clone()) else {
+                    continue;
+                };
+                // A chain not fully cached is checked again once it loads.
+                let Ok(held) = self.cache.capabilities(&caller, &thread) else {
+                    continue;
+                };
+                if held.is_some_and(|h| h.contains(Capability::EventsSubscribe)) {
+                    continue;
+                }
+                self.sockets.unsubscribe(conn, &thread);
+                lost_subscriptions(cx, 1);
+                end_subscription(
+                    cx,
+                    conn,
+                    &thread,
+                    &BubbleError::ThreadNotFound(thread.clone()),
+                );
+            }
+        }
+    }
+}
+
+/// Sends one event frame; `pending` when it is not durable yet (so that it
+/// is dropped if its write is refused).
+fn send_event(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, event: &StoredEvent, pending: bool) {
+    let out = Output::Send {
+        conn,
+        frame: codec::event(thread, &event.json),
+    };
+    if pending {
+        cx.out.push_tagged(
+            out,
+            crate::outbox::Tag::Event {
+                thread: thread.clone(),
+                seq: event.seq,
+            },
+        );
+    } else {
+        cx.out.push(out);
+    }
+}
