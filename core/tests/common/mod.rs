@@ -18,9 +18,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bubble_core::http::HttpResponse;
-use bubble_core::store::{Backend, EventStore, MemoryStore, Write};
+use bubble_core::store::{Backend, Batch, MemoryStore, ReadQuery, ReadResult};
 use bubble_core::{
-    BatchId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, RequestId, ThreadId,
+    BatchId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, ReadId, RequestId,
+    ThreadId,
 };
 use serde_json::Value;
 
@@ -148,7 +149,10 @@ pub struct Harness {
     next_req: u64,
     hold_persist: bool,
     hold_drains: bool,
-    held: VecDeque<(BatchId, Vec<Write>)>,
+    held: VecDeque<(BatchId, Batch)>,
+    reads: Vec<(ReadId, ReadQuery)>,
+    /// `Some(state)`: reads complete in a pseudo-random order.
+    shuffle: Option<u64>,
     want_drained: BTreeSet<ConnId>,
     frames: HashMap<ConnId, Vec<Value>>,
     closes: HashMap<ConnId, u16>,
@@ -176,9 +180,10 @@ impl Harness {
 
     /// A harness over `store` (e.g. one left by another harness: a restart).
     pub fn over(config: Config, store: MemoryStore, now: Millis) -> Harness {
-        let snapshot = store.load().expect("memory store loads");
-        let engine = Engine::new(config, 7, snapshot, Box::new(store.clone())).expect("engine");
+        let engine = Engine::new(config, 7);
         Harness {
+            reads: Vec::new(),
+            shuffle: None,
             engine,
             store,
             now,
@@ -232,6 +237,10 @@ impl Harness {
             while let Some(out) = self.engine.poll_output() {
                 self.dispatch(out);
             }
+            if !self.reads.is_empty() {
+                self.answer_one_read();
+                continue;
+            }
             if !self.hold_persist && !self.held.is_empty() {
                 let n = self.held.len();
                 self.persist(n);
@@ -249,8 +258,35 @@ impl Harness {
         }
     }
 
+    /// Completes reads in a pseudo-random order from `seed` (interleaved
+    /// with persistence and drains) instead of in the order asked.
+    pub fn shuffle_reads(&mut self, seed: u64) {
+        self.shuffle = Some(seed | 1);
+    }
+
+    fn answer_one_read(&mut self) {
+        let pick = match &mut self.shuffle {
+            None => 0,
+            Some(state) => {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                usize::try_from(*state % self.reads.len() as u64).unwrap_or(0)
+            }
+        };
+        let (read, query) = self.reads.remove(pick);
+        let result = self.store.read(&query);
+        self.engine
+            .handle(self.now, Input::ReadDone { read, result })
+            .expect("read was asked for");
+        if self.shuffle.is_some() && !self.held.is_empty() && !self.hold_persist {
+            self.persist(1);
+        }
+    }
+
     fn dispatch(&mut self, out: Output) {
         match out {
+            Output::Read { read, query } => self.reads.push((read, query)),
             Output::Persist { batch, writes } => self.held.push_back((batch, writes)),
             Output::Send { conn, frame } => {
                 // A host drops frames for sockets that are already gone.
@@ -262,8 +298,8 @@ impl Harness {
                 self.check_durable_frame(&value);
                 self.frames.entry(conn).or_default().push(value);
             }
-            Output::Close { conn, code } => {
-                self.closes.insert(conn, code);
+            Output::Close { conn, reason } => {
+                self.closes.insert(conn, reason.code().unwrap_or(1006));
                 if self.open.remove(&conn) {
                     self.want_drained.remove(&conn);
                     self.engine
@@ -293,10 +329,15 @@ impl Harness {
         let thread = event["threadId"].as_str().expect("event has threadId");
         let seq = event["seq"].as_u64().expect("event has seq");
         let thread = ThreadId::parse(thread).expect("valid threadId");
-        let stored = self
-            .store
-            .read_events(&thread, seq, seq, 1)
-            .expect("store reads");
+        let query = ReadQuery::Events {
+            thread_id: thread.clone(),
+            from_seq: seq,
+            through_seq: seq,
+            limit: 1,
+        };
+        let Ok(ReadResult::Events(stored)) = self.store.read(&query) else {
+            panic!("the memory store reads events");
+        };
         assert_eq!(
             stored.len(),
             1,
@@ -339,11 +380,10 @@ impl Harness {
 
     /// Whether `thread` is in the durable store.
     pub fn store_has_thread(&self, thread: &str) -> bool {
-        let snapshot = self.store.load().expect("memory store loads");
-        snapshot
-            .threads
-            .iter()
-            .any(|r| r.thread_id.as_str() == thread)
+        let query = ReadQuery::Thread {
+            thread_id: ThreadId::parse(thread).expect("valid thread id"),
+        };
+        matches!(self.store.read(&query), Ok(ReadResult::Thread(Some(_))))
     }
 
     /// Batches issued but not yet made durable.
@@ -357,9 +397,11 @@ impl Harness {
         let mut last = None;
         for _ in 0..n.min(self.held.len()) {
             let (batch, writes) = self.held.pop_front().expect("held batch");
-            self.store
-                .apply(&writes)
+            let refused = self
+                .store
+                .apply(&[&writes])
                 .expect("the engine's writes apply");
+            assert_eq!(refused, [Vec::<ThreadId>::new()], "one engine never conflicts");
             last = Some(batch);
         }
         if let Some(batch) = last {

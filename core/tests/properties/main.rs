@@ -25,8 +25,8 @@ mod scenario;
 use std::collections::HashMap;
 
 use bubble_core::http::Method;
-use bubble_core::store::Backend;
-use bubble_core::{ConnId, RequestId};
+use bubble_core::store::{Backend, ReadQuery, ReadResult};
+use bubble_core::{ConnId, RequestId, ThreadId};
 use common::{Harness, ADMIN};
 use model::{Model, ThreadModel};
 use proptest::prelude::*;
@@ -95,6 +95,9 @@ impl Run {
         if s.hold_drains {
             h.hold_drains();
         }
+        if let Some(seed) = s.shuffle_reads {
+            h.shuffle_reads(seed);
+        }
         let conns = CONNS
             .iter()
             .map(|p| h.connect(&principal_name(*p)))
@@ -112,12 +115,13 @@ impl Run {
     }
 
     fn durable_head(&self, thread: usize) -> u64 {
-        let snapshot = self.h.store.load().expect("memory store loads");
-        snapshot
-            .threads
-            .iter()
-            .find(|r| r.thread_id.as_str() == thread_name(thread))
-            .map_or(0, |r| r.head_seq)
+        let query = ReadQuery::Thread {
+            thread_id: ThreadId::parse(&thread_name(thread)).expect("valid thread id"),
+        };
+        match self.h.store.read(&query) {
+            Ok(ReadResult::Thread(record)) => record.map_or(0, |r| r.head_seq),
+            other => panic!("the memory store reads threads: {other:?}"),
+        }
     }
 
     fn collect(&mut self, at: usize) {
@@ -469,10 +473,11 @@ fn fixed_interleaving() {
             key: None,
         },
     ];
-    for hold in [false, true] {
+    for (hold, shuffle_reads) in [(false, None), (true, None), (true, Some(3))] {
         let s = Scenario {
             hold_persistence: hold,
             hold_drains: hold,
+            shuffle_reads,
             backlog_page: 1,
             ops: ops.clone(),
         };

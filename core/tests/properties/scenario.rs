@@ -89,6 +89,8 @@ pub(crate) fn op() -> impl Strategy<Value = Op> {
 pub(crate) struct Scenario {
     pub(crate) hold_persistence: bool,
     pub(crate) hold_drains: bool,
+    /// `Some(seed)`: store reads complete in a shuffled order.
+    pub(crate) shuffle_reads: Option<u64>,
     pub(crate) backlog_page: usize,
     pub(crate) ops: Vec<Op>,
 }
@@ -131,14 +133,16 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
     (
         any::<bool>(),
         any::<bool>(),
+        proptest::option::of(any::<u64>()),
         1..4usize,
         initial,
         proptest::collection::vec(op(), 1..80),
     )
         .prop_map(
-            |(hold_persistence, hold_drains, backlog_page, initial, ops)| Scenario {
+            |(hold_persistence, hold_drains, shuffle_reads, backlog_page, initial, ops)| Scenario {
                 hold_persistence,
                 hold_drains,
+                shuffle_reads,
                 backlog_page,
                 ops: prelude(&initial).into_iter().chain(ops).collect(),
             },
