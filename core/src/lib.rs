@@ -1,32 +1,39 @@
 //! Bubble's engine: a sans-IO core for durable threads and pub/sub channels.
 //!
-//! The engine does no I/O, reads no clock and draws no randomness. A host
-//! (the native server, a JavaScript edge worker, a browser page) owns
-//! sockets, timers and storage, and drives the engine with three calls:
+//! The engine does no I/O, reads no clock, draws no randomness and owns no
+//! store. A host (the native server, a JavaScript edge worker, a browser
+//! page) owns sockets, timers and storage, and drives the engine with three
+//! calls:
 //!
 //! 1. [`Engine::handle`] with the current time and one [`Input`]: a socket
-//!    opened, a frame arrived, an HTTP request, a batch became durable, a
-//!    timer fired;
+//!    opened, a frame arrived, an HTTP request, a read completed, a batch
+//!    became durable, another writer changed a thread, a timer fired;
 //! 2. [`Engine::poll_output`] until it returns `None`, performing each
-//!    [`Output`]: send a frame, answer a request, persist a batch;
+//!    [`Output`]: send a frame, answer a request, read from the store,
+//!    persist a batch;
 //! 3. [`Engine::poll_timeout`] to re-arm one timer, delivering
 //!    [`Input::Tick`] when it fires.
 //!
-//! Durability is an output: the engine asks for [`Write`](store::Write)
-//! batches, the host makes them durable (grouping as many as it likes into
-//! one commit) and reports [`Input::Persisted`]. Acknowledgements and
-//! deliveries that depend on a write are released only then.
+//! Storage is two outputs. [`Output::Read`] asks for durable data (an event
+//! range, an idempotency key, a thread record, a page of threads); the host
+//! answers with [`Input::ReadDone`] whenever the read completes, in any
+//! order. [`Output::Persist`] asks for a batch of writes whose thread groups
+//! expect the version they were decided on; the host makes them durable
+//! (grouping as many batches as it likes into one commit) and reports
+//! [`Input::Persisted`], or [`Input::PersistFailed`] naming the threads
+//! another writer had changed. Acknowledgements and deliveries that depend
+//! on a write are released only once it is durable.
 //!
 //! ```
 //! use bubble_core::http::{HttpRequest, Method};
 //! use bubble_core::store::{Backend, MemoryStore};
 //! use bubble_core::{Config, Engine, Input, Millis, Output, RequestId};
 //!
-//! let store = MemoryStore::default();
+//! let mut store = MemoryStore::default();
 //! let mut config = Config::default();
 //! config.auth.tokens.push(("dev-alice".into(), bubble_core::PrincipalId::new("alice")));
-//! let mut engine = Engine::new(config, 42, store.load().unwrap(), Box::new(store.clone())).unwrap();
-//! let mut backend = store;
+//! let mut engine = Engine::new(config, 42);
+//! let now = Millis(1_700_000_000_000);
 //!
 //! let request = HttpRequest {
 //!     method: Method::Post,
@@ -36,17 +43,23 @@
 //!     idempotency_key: None,
 //!     body: br#"{"threadId":"thread-1"}"#,
 //! };
-//! engine.handle(Millis(1_700_000_000_000), Input::Http { req: RequestId(1), request }).unwrap();
+//! engine.handle(now, Input::Http { req: RequestId(1), request }).unwrap();
 //! let mut status = None;
 //! while let Some(out) = engine.poll_output() {
-//!     match out {
+//!     let input = match out {
+//!         Output::Read { read, query } => Input::ReadDone { read, result: store.read(&query) },
 //!         Output::Persist { batch, writes } => {
-//!             backend.apply(&writes).unwrap();
-//!             engine.handle(Millis(1_700_000_000_001), Input::Persisted { batch }).unwrap();
+//!             let refused = store.apply(&[&writes]).unwrap().remove(0);
+//!             assert!(refused.is_empty(), "a single writer never conflicts");
+//!             Input::Persisted { batch }
 //!         }
-//!         Output::Respond { response, .. } => status = Some(response.status),
-//!         _ => {}
-//!     }
+//!         Output::Respond { response, .. } => {
+//!             status = Some(response.status);
+//!             continue;
+//!         }
+//!         _ => continue,
+//!     };
+//!     engine.handle(now, input).unwrap();
 //! }
 //! assert_eq!(status, Some(201));
 //! ```
