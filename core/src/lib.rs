@@ -76,7 +76,7 @@ mod engine;
 pub mod error;
 mod heartbeat;
 pub mod http;
-pub mod idgen;
+mod idgen;
 pub mod ids;
 mod io;
 pub mod metrics;

@@ -14,10 +14,20 @@ use super::ratelimit::CommandRate;
 use super::registry::{AppIdx, Joined, Registry, Socket};
 use super::signature;
 
-/// `subscription_error` data for a missing or wrong signature or channel_data.
-pub(crate) const NOT_AUTHORIZED: &str = "Subscription not authorized";
-/// `subscription_error` data for a name outside `[A-Za-z0-9_\-=@,.;]{1,200}`.
-pub(crate) const INVALID_CHANNEL: &str = "Invalid channel name";
+/// Why a subscription is refused; its message is the `subscription_error`
+/// data, and the connection stays open.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SubscribeError {
+    /// A missing or wrong signature, or missing or invalid `channel_data`.
+    #[error("Subscription not authorized")]
+    NotAuthorized,
+    /// A name outside `[A-Za-z0-9_\-=@,.;]{1,200}`.
+    #[error("Invalid channel name")]
+    InvalidChannel,
+    /// The socket already holds the maximum number of channels.
+    #[error("Channel limit exceeded ({0})")]
+    TooManyChannels(usize),
+}
 
 /// Close reason for an unknown app key at open (the handshake should have refused it).
 const CLOSE_UNKNOWN_APP: CloseReason = CloseReason::Policy;
@@ -131,10 +141,10 @@ fn rate_message(limit: u32, window_ms: u64) -> String {
     }
 }
 
-fn reject(cx: &mut Ctx<'_>, conn: ConnId, channel: &str, message: &str) {
+fn reject(cx: &mut Ctx<'_>, conn: ConnId, channel: &str, err: &SubscribeError) {
     cx.out.push_unfenced(Output::Send {
         conn,
-        frame: frames::subscription_error(channel, message),
+        frame: frames::subscription_error(channel, &err.to_string()),
     });
 }
 
@@ -146,14 +156,15 @@ fn authorize(
     channel: &str,
     auth: Option<&str>,
     channel_data: Option<&str>,
-) -> Result<Option<Identity>, ()> {
+) -> Result<Option<Identity>, SubscribeError> {
+    use SubscribeError::NotAuthorized;
     let kind = ChannelKind::of(channel);
     if !kind.is_restricted() {
         return Ok(None);
     }
-    let auth = auth.ok_or(())?;
+    let auth = auth.ok_or(NotAuthorized)?;
     let signed_data = match kind {
-        ChannelKind::Presence => Some(channel_data.ok_or(())?),
+        ChannelKind::Presence => Some(channel_data.ok_or(NotAuthorized)?),
         _ => None,
     };
     let app = &reg.apps[socket.app].config;
@@ -165,10 +176,10 @@ fn authorize(
         signed_data,
         auth,
     ) {
-        return Err(());
+        return Err(NotAuthorized);
     }
     match signed_data {
-        Some(data) => Identity::parse(data).map(Some).ok_or(()),
+        Some(data) => Identity::parse(data).map(Some).ok_or(NotAuthorized),
         None => Ok(None),
     }
 }
@@ -185,10 +196,11 @@ fn subscribe(
         return;
     };
     if !is_valid_subscription_name(channel) {
-        return reject(cx, conn, channel, INVALID_CHANNEL);
+        return reject(cx, conn, channel, &SubscribeError::InvalidChannel);
     }
-    let Ok(identity) = authorize(reg, socket, channel, auth, channel_data) else {
-        return reject(cx, conn, channel, NOT_AUTHORIZED);
+    let identity = match authorize(reg, socket, channel, auth, channel_data) {
+        Ok(identity) => identity,
+        Err(err) => return reject(cx, conn, channel, &err),
     };
     let protocol = socket.protocol;
     if socket.channels.contains_key(channel) {
@@ -196,8 +208,8 @@ fn subscribe(
         return cx.out.push_unfenced(Output::Send { conn, frame });
     }
     if socket.channels.len() >= cx.limits.max_channels {
-        let message = format!("Channel limit exceeded ({})", cx.limits.max_channels);
-        return reject(cx, conn, channel, &message);
+        let err = SubscribeError::TooManyChannels(cx.limits.max_channels);
+        return reject(cx, conn, channel, &err);
     }
     let app = socket.app;
     if let Some(socket) = reg.sockets.get_mut(&conn) {
