@@ -7,23 +7,23 @@ use rand_chacha::ChaCha8Rng;
 /// (from OS randomness natively, from the page's seed field in a simulation),
 /// so a run is reproducible from its seed.
 #[derive(Debug, Clone)]
-pub struct IdGen(ChaCha8Rng);
+pub(crate) struct IdGen(ChaCha8Rng);
 
 impl IdGen {
     /// A generator for `seed`.
-    pub fn new(seed: u64) -> IdGen {
+    pub(crate) fn new(seed: u64) -> IdGen {
         IdGen(ChaCha8Rng::seed_from_u64(seed))
     }
 
     /// 32 lowercase hex characters (a pubb `socket_id`).
-    pub fn hex32(&mut self) -> String {
+    pub(crate) fn hex32(&mut self) -> String {
         let mut bytes = [0u8; 16];
         self.0.fill_bytes(&mut bytes);
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// A random (version 4) UUID in its hyphenated form.
-    pub fn uuid_v4(&mut self) -> String {
+    pub(crate) fn uuid_v4(&mut self) -> String {
         let mut b = [0u8; 16];
         self.0.fill_bytes(&mut b);
         b[6] = (b[6] & 0x0f) | 0x40;
@@ -41,12 +41,12 @@ impl IdGen {
 
     /// A fresh thread version token: 1..2^63, so that versions decided by
     /// different engines over one store never coincide in practice.
-    pub fn version(&mut self) -> u64 {
+    pub(crate) fn version(&mut self) -> u64 {
         (self.0.next_u64() >> 1).max(1)
     }
 
     /// A fresh thread id: `th_` and 20 hex characters.
-    pub fn thread_id(&mut self) -> String {
+    pub(crate) fn thread_id(&mut self) -> String {
         format!("th_{}", &self.hex32()[..20])
     }
 }
