@@ -15,6 +15,7 @@ pub mod config;
 mod driver;
 mod http;
 mod persist;
+mod reads;
 pub mod server;
 pub mod store;
 mod ws;

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 use std::time::Duration;
 
-use bubble_core::store::{Backend, Write};
-use bubble_core::BatchId;
+use bubble_core::store::{Backend, Batch};
+use bubble_core::{BatchId, ThreadId};
 use tokio::sync::mpsc;
 
 /// Writes gathered into one commit before it is cut (bounds one transaction).
@@ -33,19 +33,38 @@ const COMMIT_DELAY: Duration = Duration::from_micros(250);
 /// The exit status after a store failure.
 pub(crate) const STORE_FAILURE_EXIT: i32 = 1;
 
+/// What became of a batch, reported to the engine in batch order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Durable, whole.
+    Persisted(BatchId),
+    /// Durable except the groups of these threads, which another writer beat.
+    Failed(BatchId, Vec<ThreadId>),
+}
+
+impl Outcome {
+    fn of(batch: BatchId, refused: Vec<ThreadId>) -> Outcome {
+        if refused.is_empty() {
+            Outcome::Persisted(batch)
+        } else {
+            Outcome::Failed(batch, refused)
+        }
+    }
+}
+
 /// Where `Persist` batches go.
 pub(crate) enum Persister {
     /// Applied on the engine thread, durable at once (the memory store).
     Inline(Box<dyn Backend + Send>),
     /// Sent to the persistence worker.
-    Worker(std_mpsc::Sender<(BatchId, Vec<Write>)>),
+    Worker(std_mpsc::Sender<(BatchId, Batch)>),
 }
 
 impl Persister {
     /// Starts the worker thread over `writer`; it reports durable batches on `done`.
     pub(crate) fn worker(
         writer: Box<dyn Backend + Send>,
-        done: mpsc::UnboundedSender<BatchId>,
+        done: mpsc::UnboundedSender<Outcome>,
         stats: Arc<Stats>,
     ) -> std::io::Result<(Persister, std::thread::JoinHandle<()>)> {
         let (tx, rx) = std_mpsc::channel();
@@ -55,11 +74,11 @@ impl Persister {
         Ok((Persister::Worker(tx), thread))
     }
 
-    /// Hands a batch over; returns it when it is already durable.
-    pub(crate) fn persist(&mut self, batch: BatchId, writes: Vec<Write>) -> Option<BatchId> {
+    /// Hands a batch over; returns its outcome when it is already settled.
+    pub(crate) fn persist(&mut self, batch: BatchId, writes: Batch) -> Option<Outcome> {
         match self {
-            Persister::Inline(backend) => match backend.apply(&writes) {
-                Ok(()) => Some(batch),
+            Persister::Inline(backend) => match backend.apply(&[&writes]) {
+                Ok(mut refused) => Some(Outcome::of(batch, refused.pop().unwrap_or_default())),
                 Err(e) => fail(&e),
             },
             Persister::Worker(tx) => {
@@ -78,36 +97,44 @@ fn fail(err: &dyn std::fmt::Display) -> ! {
     std::process::exit(STORE_FAILURE_EXIT);
 }
 
+fn writes_of(batch: &Batch) -> usize {
+    batch.threads.iter().map(|g| g.writes.len()).sum()
+}
+
 fn run_worker(
     mut writer: Box<dyn Backend + Send>,
-    rx: &std_mpsc::Receiver<(BatchId, Vec<Write>)>,
-    done: &mpsc::UnboundedSender<BatchId>,
+    rx: &std_mpsc::Receiver<(BatchId, Batch)>,
+    done: &mpsc::UnboundedSender<Outcome>,
     stats: &Stats,
 ) {
     // `recv` fails once the engine dropped its sender and the queue is empty:
     // everything handed over has been committed.
     let mut busy = false;
-    while let Ok((mut last, mut writes)) = rx.recv() {
+    while let Ok(first) = rx.recv() {
         if busy {
             std::thread::sleep(COMMIT_DELAY);
         }
-        let mut batches = 1;
-        while writes.len() < MAX_GROUP_WRITES {
-            let Ok((batch, more)) = rx.try_recv() else {
+        let mut writes = writes_of(&first.1);
+        let mut group = vec![first];
+        while writes < MAX_GROUP_WRITES {
+            let Ok(next) = rx.try_recv() else {
                 break;
             };
-            writes.extend(more);
-            last = batch;
-            batches += 1;
+            writes += writes_of(&next.1);
+            group.push(next);
         }
-        if let Err(e) = writer.apply(&writes) {
-            fail(&e);
-        }
-        busy = batches > 1;
+        let batches: Vec<&Batch> = group.iter().map(|(_, b)| b).collect();
+        let refused = match writer.apply(&batches) {
+            Ok(refused) => refused,
+            Err(e) => fail(&e),
+        };
+        busy = group.len() > 1;
         stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats.batches.fetch_add(batches, Ordering::Relaxed);
+        stats.batches.fetch_add(group.len() as u64, Ordering::Relaxed);
         // The engine task may already be gone at shutdown; the commit stands.
-        let _ = done.send(last);
+        for ((batch, _), refused) in group.iter().zip(refused) {
+            let _ = done.send(Outcome::of(*batch, refused));
+        }
         // Housekeeping only: the commit stands, the next one retries.
         if let Err(e) = writer.after_commit() {
             tracing::warn!(error = %e, "store housekeeping failed");

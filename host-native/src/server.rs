@@ -12,7 +12,7 @@ use crate::config::Settings;
 use crate::driver::{self, Command, Home};
 use crate::http::{self, Host};
 use crate::persist::Stats;
-use crate::store::{self, StoreSpec};
+use crate::store;
 
 /// How long open sockets get to finish their close at shutdown.
 const SOCKET_DRAIN: Duration = Duration::from_secs(10);
@@ -47,6 +47,10 @@ impl ServeError {
     }
 }
 
+/// Read connections answering the engine's reads (SQLite): a long history
+/// page occupies one while the other serves the rest.
+const READ_CONNECTIONS: usize = 2;
+
 /// The exit status when the store is in use by another server.
 pub const STORE_LOCKED_EXIT: u8 = 3;
 
@@ -57,23 +61,14 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
 async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
-    let opened = store::open(&settings.store).map_err(|e| match e {
+    let opened = store::open(&settings.store, READ_CONNECTIONS).map_err(|e| match e {
         store::OpenError::Locked(e) => ServeError::StoreLocked(e),
         store::OpenError::Store(e) => ServeError::Store(e),
     })?;
-    tracing::info!(store = %settings.store, threads = opened.snapshot.threads.len(), "store opened");
+    tracing::info!(store = %settings.store, "store opened");
     let stats = Arc::new(Stats::default());
-    let inline = settings.store == StoreSpec::Memory;
-    let running = driver::spawn(
-        home,
-        settings.engine.clone(),
-        opened.snapshot,
-        opened.reader,
-        opened.writer,
-        inline,
-        stats,
-    )
-    .map_err(io("starting the engine"))?;
+    let running = driver::spawn(home, settings.engine.clone(), opened.engine, stats)
+        .map_err(io("starting the engine"))?;
     let listener = TcpListener::bind(&settings.listen)
         .await
         .map_err(io(format!("binding {}", settings.listen)))?;

@@ -1,19 +1,21 @@
 //! The engine task: one task owns the [`Engine`] and drives it.
 //!
 //! Everything that happens (a socket opened, a frame, an HTTP request, a
-//! batch made durable, a timer) arrives as a [`Command`] on one bounded
-//! inbox. After each input the task drains every output and dispatches it:
-//! frames to the socket's bounded queue, responses to the waiting HTTP
-//! handler, batches to the persistence worker. It never blocks on a peer.
+//! timer) arrives as a [`Command`] on one bounded inbox; batches made
+//! durable and reads completed arrive on their own channels. After each
+//! input the task drains every output and dispatches it: frames to the
+//! socket's bounded queue, responses to the waiting HTTP handler, batches to
+//! the persistence worker, reads to the reader pool. It never blocks on a
+//! peer or on the store.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bubble_core::http::{HttpRequest, HttpResponse, Method};
-use bubble_core::store::{Backend, EventStore, Snapshot};
+use bubble_core::store::{Backend, MemoryStore};
 use bubble_core::{
-    BatchId, ChannelProtocol, Config, ConnId, Engine, Input, Millis, Output, RequestId, WsFrame,
+    ChannelProtocol, Config, ConnId, Engine, Input, Millis, Output, RequestId, WsFrame,
 };
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -22,7 +24,8 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
 
-use crate::persist::{Persister, Stats};
+use crate::persist::{Outcome, Persister, Stats};
+use crate::reads::{ReadDone, ReaderPool};
 use conn::{ConnHandle, OutMsg, QueueError};
 
 /// Capacity of the engine's inbox; senders wait when it is full.
@@ -126,8 +129,20 @@ struct Driver {
     last_now: Millis,
     /// Sockets closed while dispatching, to report as `Closed`.
     closing: Vec<ConnId>,
-    /// The last batch made durable inline, to report as `Persisted`.
-    durable: Option<BatchId>,
+    /// Outcomes of batches applied inline, to report in order.
+    settled: Vec<Outcome>,
+    /// Where reads go.
+    reads: Reads,
+    /// Reads answered inline, to report as `ReadDone`.
+    answered: Vec<ReadDone>,
+}
+
+/// Where the engine's reads are answered.
+enum Reads {
+    /// On the engine's thread, as they are asked (the memory store).
+    Inline(MemoryStore),
+    /// By the reader threads.
+    Pool(ReaderPool),
 }
 
 /// Where the engine runs.
@@ -169,30 +184,33 @@ impl EngineJoin {
 pub(crate) fn spawn(
     home: Home,
     config: Config,
-    snapshot: Snapshot,
-    reader: Box<dyn EventStore + Send>,
-    writer: Box<dyn Backend + Send>,
-    inline_persist: bool,
+    store: crate::store::EngineStore,
     stats: Arc<Stats>,
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let (persister, worker) = if inline_persist {
-        (Persister::Inline(writer), None)
-    } else {
-        let (persister, thread) = Persister::worker(writer, done_tx, stats.clone())?;
-        (persister, Some(thread))
+    let (read_tx, read_rx) = mpsc::unbounded_channel();
+    let (persister, worker, reads) = match store.inline_reads {
+        Some(memory) => (Persister::Inline(store.writer), None, Reads::Inline(memory)),
+        None => {
+            let (persister, thread) = Persister::worker(store.writer, done_tx, stats.clone())?;
+            let pool = ReaderPool::start(store.readers, read_tx)?;
+            (persister, Some(thread), Reads::Pool(pool))
+        }
+    };
+    let channels = Channels {
+        inbox,
+        done: done_rx,
+        reads: read_rx,
     };
     let build = move || {
-        let engine = Engine::new(config, seed, snapshot, reader).map_err(|misuse| {
-            std::io::Error::other(format!("the store's snapshot was refused: {misuse}"))
-        })?;
-        Ok::<_, std::io::Error>(Driver::new(engine, persister, stats))
+        let engine = Engine::new(config, seed);
+        Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats))
     };
     let engine = match home {
         Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(
-            build()?.run(inbox, done_rx),
+            build()?.run(channels),
         ))),
         Home::Thread => {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -204,7 +222,7 @@ pub(crate) fn spawn(
                 .spawn(move || match build() {
                     Ok(driver) => {
                         let _ = started_tx.send(Ok(()));
-                        runtime.block_on(guarded(driver.run(inbox, done_rx)));
+                        runtime.block_on(guarded(driver.run(channels)));
                     }
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
@@ -238,8 +256,15 @@ async fn guarded(task: impl std::future::Future<Output = ()>) {
     }
 }
 
+/// What the engine task listens to.
+struct Channels {
+    inbox: mpsc::Receiver<Command>,
+    done: mpsc::UnboundedReceiver<Outcome>,
+    reads: mpsc::UnboundedReceiver<ReadDone>,
+}
+
 impl Driver {
-    fn new(engine: Engine, persister: Persister, stats: Arc<Stats>) -> Driver {
+    fn new(engine: Engine, persister: Persister, reads: Reads, stats: Arc<Stats>) -> Driver {
         Driver {
             engine,
             conns: HashMap::new(),
@@ -250,7 +275,9 @@ impl Driver {
             shutting_down: false,
             last_now: Millis(0),
             closing: Vec::new(),
-            durable: None,
+            settled: Vec::new(),
+            reads,
+            answered: Vec::new(),
         }
     }
 
@@ -260,12 +287,13 @@ impl Driver {
         self.last_now
     }
 
-    async fn run(
-        mut self,
-        mut inbox: mpsc::Receiver<Command>,
-        mut done: mpsc::UnboundedReceiver<BatchId>,
-    ) {
+    async fn run(mut self, mut channels: Channels) {
         let mut commands = Vec::with_capacity(COMMANDS_PER_TURN);
+        let mut outcomes = Vec::new();
+        let mut completions = Vec::new();
+        // A memory store settles batches and reads inline: its channels are
+        // closed from the start and must not be polled.
+        let (mut done_open, mut reads_open) = (true, true);
         loop {
             let deadline = self.engine.poll_timeout().map(|due| {
                 let wait = due.0.saturating_sub(wall_clock().0);
@@ -273,14 +301,17 @@ impl Driver {
             });
             tokio::select! {
                 biased;
-                Some(batch) = done.recv() => {
-                    let mut last = batch;
-                    while let Ok(b) = done.try_recv() {
-                        last = b;
-                    }
-                    self.input(Input::Persisted { batch: last });
+                n = channels.done.recv_many(&mut outcomes, COMMANDS_PER_TURN), if done_open => {
+                    done_open = n > 0;
+                    self.settle(std::mem::take(&mut outcomes));
                 }
-                n = inbox.recv_many(&mut commands, COMMANDS_PER_TURN) => {
+                n = channels.reads.recv_many(&mut completions, COMMANDS_PER_TURN), if reads_open => {
+                    reads_open = n > 0;
+                    for (read, result) in completions.drain(..) {
+                        self.input(Input::ReadDone { read, result });
+                    }
+                }
+                n = channels.inbox.recv_many(&mut commands, COMMANDS_PER_TURN) => {
                     if n == 0 {
                         break;
                     }
@@ -294,6 +325,25 @@ impl Driver {
             }
         }
         self.finish();
+    }
+
+    /// Reports batch outcomes in order, runs of durable batches as one.
+    fn settle(&mut self, outcomes: Vec<Outcome>) {
+        let mut durable = None;
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Persisted(batch) => durable = Some(batch),
+                Outcome::Failed(batch, conflicts) => {
+                    if let Some(batch) = durable.take() {
+                        self.input(Input::Persisted { batch });
+                    }
+                    self.input(Input::PersistFailed { batch, conflicts });
+                }
+            }
+        }
+        if let Some(batch) = durable {
+            self.input(Input::Persisted { batch });
+        }
     }
 
     fn finish(&mut self) {
@@ -405,10 +455,7 @@ impl Driver {
 
     /// Feeds one input, then dispatches every output it released.
     fn input(&mut self, input: Input<'_>) {
-        let now = self.now();
-        if let Err(misuse) = self.engine.handle(now, input) {
-            tracing::error!(%misuse, "engine refused an input");
-        }
+        self.feed(input);
         self.dispatch_all();
     }
 
@@ -417,20 +464,37 @@ impl Driver {
             while let Some(out) = self.engine.poll_output() {
                 self.dispatch(out);
             }
-            if let Some(batch) = self.durable.take() {
-                let now = self.now();
-                if let Err(misuse) = self.engine.handle(now, Input::Persisted { batch }) {
-                    tracing::error!(%misuse, "engine refused a persisted batch");
+            if !self.settled.is_empty() {
+                let outcomes = std::mem::take(&mut self.settled);
+                for outcome in outcomes {
+                    let input = match outcome {
+                        Outcome::Persisted(batch) => Input::Persisted { batch },
+                        Outcome::Failed(batch, conflicts) => {
+                            Input::PersistFailed { batch, conflicts }
+                        }
+                    };
+                    self.feed(input);
+                }
+                continue;
+            }
+            if !self.answered.is_empty() {
+                for (read, result) in std::mem::take(&mut self.answered) {
+                    self.feed(Input::ReadDone { read, result });
                 }
                 continue;
             }
             let Some(conn) = self.closing.pop() else {
                 break;
             };
-            let now = self.now();
-            if let Err(misuse) = self.engine.handle(now, Input::Closed { conn }) {
-                tracing::error!(%misuse, "engine refused a close");
-            }
+            self.feed(Input::Closed { conn });
+        }
+    }
+
+    /// Feeds one input without dispatching its outputs.
+    fn feed(&mut self, input: Input<'_>) {
+        let now = self.now();
+        if let Err(misuse) = self.engine.handle(now, input) {
+            tracing::error!(%misuse, "engine refused an input");
         }
     }
 
@@ -439,9 +503,10 @@ impl Driver {
             Output::Send { conn, frame } => self.queue(conn, OutMsg::Frame(frame)),
             Output::Ping { conn } => self.queue(conn, OutMsg::Ping),
             Output::WantDrained { conn } => self.queue(conn, OutMsg::WantDrained),
-            Output::Close { conn, code } => {
+            Output::Close { conn, reason } => {
                 if let Some(handle) = self.conns.remove(&conn) {
-                    handle.close(code);
+                    // No code: drop the connection without a close frame.
+                    handle.close(reason.code().unwrap_or(1006));
                     self.closing.push(conn);
                 }
             }
@@ -452,10 +517,14 @@ impl Driver {
                 }
             }
             Output::Persist { batch, writes } => {
-                if let Some(done) = self.persister.persist(batch, writes) {
-                    self.durable = Some(done);
+                if let Some(outcome) = self.persister.persist(batch, writes) {
+                    self.settled.push(outcome);
                 }
             }
+            Output::Read { read, query } => match &self.reads {
+                Reads::Inline(store) => self.answered.push((read, store.read(&query))),
+                Reads::Pool(pool) => pool.submit(read, query),
+            },
         }
     }
 

@@ -37,6 +37,10 @@ const MIGRATIONS: &[&str] = &[
         joined_at    TEXT NOT NULL,
         UNIQUE (thread_id, principal_id)
     );",
+    // 2: conditional writes compare a thread's version; threads are listed
+    // by parent in id order.
+    "ALTER TABLE threads ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX threads_parent ON threads (parent_thread_id, thread_id);",
 ];
 
 fn err(context: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {

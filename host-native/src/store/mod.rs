@@ -3,12 +3,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bubble_core::store::{Backend, EventStore, MemoryStore, Snapshot, StoreError};
+use bubble_core::store::{Backend, MemoryStore, ReadQuery, ReadResult, StoreError};
 
 mod checkpoint;
 pub mod lock;
 mod migrations;
 pub mod sqlite;
+mod sqlite_read;
+mod sqlite_write;
 
 pub use sqlite::{SqliteReader, SqliteStore};
 
@@ -97,42 +99,59 @@ impl Probe {
     }
 }
 
-/// An opened backend: the writer for the persistence worker, a reader for
-/// the engine, a probe for `/readyz` and the start-up snapshot.
-pub struct Opened {
+/// Answers the engine's reads on one connection (a reader thread owns it).
+pub type ReadFn = Box<dyn FnMut(&ReadQuery) -> Result<ReadResult, StoreError> + Send>;
+
+/// What the engine task needs of a backend: the writer for the persistence
+/// worker and what answers the engine's reads.
+pub struct EngineStore {
     /// Applies batches (owned by the persistence worker).
     pub writer: Box<dyn Backend + Send>,
-    /// History reads (owned by the engine).
-    pub reader: Box<dyn EventStore + Send>,
-    /// Readiness probe.
-    pub probe: Probe,
-    /// What the engine starts from.
-    pub snapshot: Snapshot,
+    /// One read function per reader thread; empty when reads are cheap
+    /// enough to answer on the engine's thread (the memory store).
+    pub readers: Vec<ReadFn>,
+    /// Answers reads on the engine's thread when `readers` is empty.
+    pub inline_reads: Option<MemoryStore>,
 }
 
-/// Opens the store named by `spec`, running migrations.
-pub fn open(spec: &StoreSpec) -> Result<Opened, OpenError> {
+/// An opened backend: its engine side and a probe for `/readyz`.
+pub struct Opened {
+    /// The writer and readers.
+    pub engine: EngineStore,
+    /// Readiness probe.
+    pub probe: Probe,
+}
+
+/// Opens the store named by `spec`, running migrations, with `readers`
+/// reader connections for SQLite.
+pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
     match spec {
         StoreSpec::Memory => {
             let store = MemoryStore::default();
-            let snapshot = store.load()?;
             Ok(Opened {
-                writer: Box::new(store.clone()),
-                reader: Box::new(store),
+                engine: EngineStore {
+                    writer: Box::new(store.clone()),
+                    readers: Vec::new(),
+                    inline_reads: Some(store),
+                },
                 probe: Probe::Memory,
-                snapshot,
             })
         }
         StoreSpec::Sqlite(path) => {
             let store = SqliteStore::open_exclusive(path)?;
-            let snapshot = store.load()?;
-            let reader = store.reader()?;
+            let mut functions: Vec<ReadFn> = Vec::with_capacity(readers.max(1));
+            for _ in 0..readers.max(1) {
+                let reader = store.reader()?;
+                functions.push(Box::new(move |query: &ReadQuery| reader.read(query)));
+            }
             let probe = Probe::Sqlite(Arc::new(Mutex::new(store.reader()?)));
             Ok(Opened {
-                writer: Box::new(store),
-                reader: Box::new(reader),
+                engine: EngineStore {
+                    writer: Box::new(store),
+                    readers: functions,
+                    inline_reads: None,
+                },
                 probe,
-                snapshot,
             })
         }
     }

@@ -8,6 +8,12 @@
 //! after `apply` returned, and the engine releases every acknowledgement and
 //! delivery that depends on a write only then.
 //!
+//! Writes are conditional: each thread's group in a batch commits only if
+//! the thread's row still has the head and version the group expects (no
+//! row, for a group that creates the thread), inside a savepoint of its own,
+//! so a refused group leaves the rest of the commit standing. A duplicate
+//! idempotency key also refuses the group: another writer's event holds it.
+//!
 //! Readers ([`SqliteReader`]) use their own connections; WAL lets them read
 //! committed data while the writer commits. The writer checkpoints the WAL
 //! itself between commits, never inside one (see `checkpoint.rs`).
@@ -15,15 +21,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bubble_core::ids::{PrincipalId, ThreadId};
-use bubble_core::model::{Participant, StoredEvent};
-use bubble_core::policy::Role;
-use bubble_core::store::{Backend, EventStore, Snapshot, StoreError, ThreadRecord, Write};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use bubble_core::ids::ThreadId;
+use bubble_core::store::{Backend, Batch, ReadQuery, ReadResult, StoreError};
+use rusqlite::{Connection, OpenFlags};
 
 use super::checkpoint::{Checkpoints, WAL_SIZE_LIMIT};
 use super::lock::{self, StoreLock};
-use super::{migrations, OpenError};
+use super::{migrations, sqlite_read, sqlite_write, OpenError};
 
 /// How long a connection waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,8 +39,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// When the next WAL checkpoint is due.
     checkpoints: Checkpoints,
-    /// Held while the store is open: one server per file.
-    _lock: StoreLock,
+    /// Held while the store is open: one server per file (none for a
+    /// shared handle).
+    _lock: Option<StoreLock>,
 }
 
 /// A read-only connection for history reads and readiness probes.
@@ -45,7 +50,7 @@ pub struct SqliteReader {
     conn: Connection,
 }
 
-fn store_err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+pub(super) fn store_err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |e| StoreError(format!("{context}: {e}"))
 }
 
@@ -63,11 +68,20 @@ impl SqliteStore {
     /// Like [`SqliteStore::open`], telling a store held by another process
     /// (its `<path>.lock` is locked) apart from other failures.
     pub fn open_exclusive(path: &Path) -> Result<SqliteStore, OpenError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
-        }
+        create_dir(path)?;
         let lock = lock::acquire(path)?;
+        SqliteStore::connect(path, Some(lock)).map_err(OpenError::from)
+    }
+
+    /// Opens the database at `path` without taking the one-server lock: for
+    /// several engines of one process writing the same file (their writes
+    /// are conditional, so they can), as in tests of concurrent writers.
+    pub fn open_shared(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::connect(path, None)
+    }
+
+    fn connect(path: &Path, lock: Option<StoreLock>) -> Result<SqliteStore, StoreError> {
+        create_dir(path)?;
         let conn = Connection::open(path).map_err(store_err("opening the database"))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(store_err("busy_timeout"))?;
@@ -75,7 +89,9 @@ impl SqliteStore {
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
             .map_err(store_err("journal_mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError(format!("the database refused WAL mode (got {mode})")).into());
+            return Err(StoreError(format!(
+                "the database refused WAL mode (got {mode})"
+            )));
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
             .map_err(store_err("pragmas"))?;
@@ -111,6 +127,11 @@ impl SqliteStore {
 }
 
 impl SqliteReader {
+    /// Answers one of the engine's reads.
+    pub fn read(&self, query: &ReadQuery) -> Result<ReadResult, StoreError> {
+        sqlite_read::read(&self.conn, query)
+    }
+
     /// A trivial query: the store answers.
     pub fn probe(&self) -> Result<(), StoreError> {
         self.conn
@@ -122,343 +143,44 @@ impl SqliteReader {
     }
 }
 
-fn to_i64(n: u64) -> i64 {
+/// Creates the database's directory when missing.
+fn create_dir(path: &Path) -> Result<(), StoreError> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError(format!("creating {}: {e}", dir.display()))),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn read_events(
-    conn: &Connection,
-    thread: &ThreadId,
-    from_seq: u64,
-    through_seq: u64,
-    limit: usize,
-) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT seq, json FROM events WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3 \
-             ORDER BY seq LIMIT ?4",
-        )
-        .map_err(store_err("read_events"))?;
-    let rows = stmt
-        .query_map(
-            params![
-                thread.as_str(),
-                to_i64(from_seq),
-                to_i64(through_seq),
-                to_i64(limit as u64)
-            ],
-            |row| {
-                let seq: i64 = row.get(0)?;
-                let json: String = row.get(1)?;
-                Ok(StoredEvent {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    json: json.into(),
-                })
-            },
-        )
-        .map_err(store_err("read_events"))?;
-    rows.collect::<Result<_, _>>()
-        .map_err(store_err("read_events"))
-}
-
-fn find_idempotent(
-    conn: &Connection,
-    thread: &ThreadId,
-    key: &str,
-) -> Result<Option<StoredEvent>, StoreError> {
-    conn.prepare_cached(
-        "SELECT seq, json FROM events WHERE thread_id = ?1 AND idempotency_key = ?2",
-    )
-    .and_then(|mut stmt| {
-        stmt.query_row(params![thread.as_str(), key], |row| {
-            let seq: i64 = row.get(0)?;
-            let json: String = row.get(1)?;
-            Ok(StoredEvent {
-                seq: u64::try_from(seq).unwrap_or(0),
-                json: json.into(),
-            })
-        })
-        .optional()
-    })
-    .map_err(store_err("find_idempotent"))
-}
-
-impl EventStore for SqliteReader {
-    fn read_events(
-        &self,
-        thread: &ThreadId,
-        from_seq: u64,
-        through_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        read_events(&self.conn, thread, from_seq, through_seq, limit)
-    }
-
-    fn find_idempotent(
-        &self,
-        thread: &ThreadId,
-        key: &str,
-    ) -> Result<Option<StoredEvent>, StoreError> {
-        find_idempotent(&self.conn, thread, key)
-    }
-}
-
-impl EventStore for SqliteStore {
-    fn read_events(
-        &self,
-        thread: &ThreadId,
-        from_seq: u64,
-        through_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        read_events(&self.conn, thread, from_seq, through_seq, limit)
-    }
-
-    fn find_idempotent(
-        &self,
-        thread: &ThreadId,
-        key: &str,
-    ) -> Result<Option<StoredEvent>, StoreError> {
-        find_idempotent(&self.conn, thread, key)
-    }
-}
-
-fn parse_role(raw: &str) -> Result<Role, StoreError> {
-    [Role::Owner, Role::ThreadManager, Role::Member, Role::Reader]
-        .into_iter()
-        .find(|r| r.as_str() == raw)
-        .ok_or_else(|| StoreError(format!("unknown role {raw:?} in the database")))
-}
-
 impl Backend for SqliteStore {
-    fn load(&self) -> Result<Snapshot, StoreError> {
-        let err = store_err("load");
-        let mut threads = Vec::new();
-        let mut index = std::collections::HashMap::new();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT thread_id, parent_thread_id, title, created_at, head_seq FROM threads ORDER BY rowid")
-            .map_err(&err)?;
-        let mut rows = stmt.query([]).map_err(&err)?;
-        while let Some(row) = rows.next().map_err(&err)? {
-            let id: String = row.get(0).map_err(&err)?;
-            let parent: Option<String> = row.get(1).map_err(&err)?;
-            let head: i64 = row.get(4).map_err(&err)?;
-            let thread_id = parse_thread(&id)?;
-            index.insert(id.clone(), threads.len());
-            threads.push(ThreadRecord {
-                thread_id,
-                parent_thread_id: parent.as_deref().map(parse_thread).transpose()?,
-                title: row.get(2).map_err(&err)?,
-                created_at: row.get(3).map_err(&err)?,
-                head_seq: u64::try_from(head)
-                    .map_err(|_| StoreError(format!("negative head_seq on {id}")))?,
-                grants: Vec::new(),
-                participants: Vec::new(),
-            });
-        }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT thread_id, principal_id, role FROM grants ORDER BY rowid")
-            .map_err(&err)?;
-        let mut rows = stmt.query([]).map_err(&err)?;
-        while let Some(row) = rows.next().map_err(&err)? {
-            let id: String = row.get(0).map_err(&err)?;
-            let principal: String = row.get(1).map_err(&err)?;
-            let role: String = row.get(2).map_err(&err)?;
-            let record = record_of(&mut threads, &index, &id)?;
-            record
-                .grants
-                .push((PrincipalId::new(principal), parse_role(&role)?));
-        }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT thread_id, principal_id, role, joined_at FROM participants ORDER BY rowid",
-            )
-            .map_err(&err)?;
-        let mut rows = stmt.query([]).map_err(&err)?;
-        while let Some(row) = rows.next().map_err(&err)? {
-            let id: String = row.get(0).map_err(&err)?;
-            let principal: String = row.get(1).map_err(&err)?;
-            let role: String = row.get(2).map_err(&err)?;
-            let record = record_of(&mut threads, &index, &id)?;
-            record.participants.push(Participant {
-                principal_id: PrincipalId::new(principal),
-                role: parse_role(&role)?,
-                joined_at: row.get(3).map_err(&err)?,
-            });
-        }
-        Ok(Snapshot { threads })
+    fn read(&self, query: &ReadQuery) -> Result<ReadResult, StoreError> {
+        sqlite_read::read(&self.conn, query)
     }
 
-    fn apply(&mut self, writes: &[Write]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction().map_err(store_err("begin"))?;
-        for write in writes {
-            apply_one(&tx, write)?;
+    fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(store_err("begin"))?;
+        let mut refused = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let mut mine = Vec::new();
+            for group in &batch.threads {
+                if !sqlite_write::apply_group(&tx, group)? {
+                    mine.push(group.thread_id.clone());
+                }
+            }
+            refused.push(mine);
         }
-        tx.commit().map_err(store_err("commit"))
+        tx.commit().map_err(store_err("commit"))?;
+        Ok(refused)
     }
 
     fn after_commit(&mut self) -> Result<(), StoreError> {
         self.checkpoints.after_commit(&self.conn)
     }
-}
-
-fn parse_thread(raw: &str) -> Result<ThreadId, StoreError> {
-    ThreadId::parse(raw).map_err(|e| StoreError(format!("bad thread id in the database: {e}")))
-}
-
-fn record_of<'t>(
-    threads: &'t mut [ThreadRecord],
-    index: &std::collections::HashMap<String, usize>,
-    id: &str,
-) -> Result<&'t mut ThreadRecord, StoreError> {
-    let i = *index
-        .get(id)
-        .ok_or_else(|| StoreError(format!("row of unknown thread {id}")))?;
-    Ok(&mut threads[i])
-}
-
-fn ensure_changed(changed: usize, what: &str, thread: &ThreadId) -> Result<(), StoreError> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(StoreError(format!(
-            "{what}: no such thread {thread} or out-of-order write"
-        )))
-    }
-}
-
-fn ensure_thread(tx: &Connection, thread: &ThreadId) -> Result<(), StoreError> {
-    let exists = tx
-        .prepare_cached("SELECT 1 FROM threads WHERE thread_id = ?1")
-        .and_then(|mut s| s.exists(params![thread.as_str()]))
-        .map_err(store_err("thread lookup"))?;
-    if exists {
-        Ok(())
-    } else {
-        Err(StoreError(format!("write to unknown thread {thread}")))
-    }
-}
-
-fn exec(
-    tx: &Connection,
-    what: &str,
-    sql: &str,
-    args: impl rusqlite::Params,
-) -> Result<usize, StoreError> {
-    tx.prepare_cached(sql)
-        .and_then(|mut s| s.execute(args))
-        .map_err(store_err(what))
-}
-
-fn apply_one(tx: &Connection, write: &Write) -> Result<(), StoreError> {
-    match write {
-        Write::CreateThread {
-            thread_id,
-            parent_thread_id,
-            created_at,
-        } => {
-            exec(
-                tx,
-                "create thread",
-                "INSERT INTO threads (thread_id, parent_thread_id, title, created_at, head_seq) \
-                 VALUES (?1, ?2, NULL, ?3, 0)",
-                params![
-                    thread_id.as_str(),
-                    parent_thread_id.as_ref().map(ThreadId::as_str),
-                    created_at
-                ],
-            )?;
-        }
-        Write::SetTitle { thread_id, title } => {
-            let n = exec(
-                tx,
-                "set title",
-                "UPDATE threads SET title = ?2 WHERE thread_id = ?1",
-                params![thread_id.as_str(), title],
-            )?;
-            ensure_changed(n, "set title", thread_id)?;
-        }
-        Write::AppendEvent {
-            thread_id,
-            seq,
-            idempotency_key,
-            json,
-        } => {
-            let seq = to_i64(*seq);
-            let n = exec(
-                tx,
-                "append",
-                "UPDATE threads SET head_seq = ?2 WHERE thread_id = ?1 AND head_seq = ?2 - 1",
-                params![thread_id.as_str(), seq],
-            )?;
-            ensure_changed(n, "append", thread_id)?;
-            exec(
-                tx,
-                "append",
-                "INSERT INTO events (thread_id, seq, idempotency_key, json) VALUES (?1, ?2, ?3, ?4)",
-                params![thread_id.as_str(), seq, idempotency_key, &**json],
-            )?;
-        }
-        Write::PutGrant {
-            thread_id,
-            principal_id,
-            role,
-        } => {
-            // REPLACE deletes the old row, so a replaced grant moves to the
-            // end, as in the memory backend.
-            exec(
-                tx,
-                "put grant",
-                "INSERT OR REPLACE INTO grants (thread_id, principal_id, role) VALUES (?1, ?2, ?3)",
-                params![thread_id.as_str(), principal_id.as_str(), role.as_str()],
-            )?;
-        }
-        Write::DeleteGrant {
-            thread_id,
-            principal_id,
-        } => {
-            ensure_thread(tx, thread_id)?;
-            exec(
-                tx,
-                "delete grant",
-                "DELETE FROM grants WHERE thread_id = ?1 AND principal_id = ?2",
-                params![thread_id.as_str(), principal_id.as_str()],
-            )?;
-        }
-        Write::PutParticipant {
-            thread_id,
-            participant,
-        } => {
-            // An upsert keeps the row in place: participants stay in join order.
-            exec(
-                tx,
-                "put participant",
-                "INSERT INTO participants (thread_id, principal_id, role, joined_at) \
-                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (thread_id, principal_id) \
-                 DO UPDATE SET role = excluded.role, joined_at = excluded.joined_at",
-                params![
-                    thread_id.as_str(),
-                    participant.principal_id.as_str(),
-                    participant.role.as_str(),
-                    participant.joined_at
-                ],
-            )?;
-        }
-        Write::DeleteParticipant {
-            thread_id,
-            principal_id,
-        } => {
-            ensure_thread(tx, thread_id)?;
-            exec(
-                tx,
-                "delete participant",
-                "DELETE FROM participants WHERE thread_id = ?1 AND principal_id = ?2",
-                params![thread_id.as_str(), principal_id.as_str()],
-            )?;
-        }
-    }
-    Ok(())
 }
