@@ -104,8 +104,8 @@ function refresh() {
   for (const t of THREADS) {
     const col = columns.get(t.id);
     const view = me.threads.threads.get(t.id);
-    const head = world.heads.get(t.id);
-    col.title.textContent = world.titles.get(t.id) ?? t.title;
+    const head = world.head(t.id);
+    col.title.textContent = world.title(t.id) ?? t.title;
     col.card.dataset.head = String(head);
     if (!view) {
       col.status.textContent = `${me.person.name} is not in this thread`;
@@ -128,7 +128,7 @@ function refresh() {
     f.duplicates.textContent = c.threads.stats.duplicates;
     f.missed.classList.toggle('bad', c.threads.stats.missed > 0);
     f.duplicates.classList.toggle('bad', c.threads.stats.duplicates > 0);
-    const behind = [...c.threads.threads].reduce((n, [id, v]) => n + world.heads.get(id) - (v.nextSeq - 1), 0);
+    const behind = [...c.threads.threads].reduce((n, [id, v]) => n + world.head(id) - (v.nextSeq - 1), 0);
     const n = c.threads.threads.size;
     f.sync.textContent = behind === 0 ? `✓ complete on ${n} thread${n === 1 ? '' : 's'}` : `${behind} events behind`;
     f.sync.dataset.state = behind === 0 ? 'ok' : 'behind';

@@ -1,10 +1,14 @@
-//! Plain JavaScript values built from engine types: outputs, responses and
-//! errors that carry a `.code`.
+//! Plain JavaScript values built from engine types: outputs, read queries,
+//! responses and errors that carry a `.code`.
 
 use bubble_core::http::HttpResponse;
-use bubble_core::{BatchId, ConnId, Misuse, Output};
+use bubble_core::store::ReadQuery;
+use bubble_core::{BatchId, ConnId, Misuse, Output, ThreadId};
 use js_sys::{Object, Reflect, JSON};
 use wasm_bindgen::JsValue;
+
+/// The largest integer a JavaScript number holds exactly (2^53 - 1).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// A `{key: value, …}` object.
 fn object(fields: &[(&str, JsValue)]) -> JsValue {
@@ -29,7 +33,6 @@ pub(crate) fn misuse(m: Misuse) -> JsValue {
         Misuse::UnknownConn(_) => "unknown_connection",
         Misuse::ConnInUse(_) => "connection_in_use",
         Misuse::UnknownBatch(_) => "unknown_batch",
-        Misuse::InvalidSnapshot(_) => "invalid_snapshot",
     };
     error(code, m)
 }
@@ -52,20 +55,70 @@ pub(crate) fn response(r: HttpResponse) -> JsValue {
     object(&fields)
 }
 
+/// A count or seq as a number (clamped to the exact range, which no real
+/// count or seq leaves).
+fn number(n: u64) -> JsValue {
+    JsValue::from(n.min(MAX_SAFE_INTEGER) as f64)
+}
+
+fn id(thread: &ThreadId) -> JsValue {
+    JsValue::from_str(thread.as_str())
+}
+
+fn id_or_null(thread: Option<&ThreadId>) -> JsValue {
+    thread.map_or(JsValue::NULL, id)
+}
+
 /// `{kind: 'persist', batch, writes}`, with the writes already converted
-/// (see `writes::to_json`).
+/// (see `wire::batch_json`).
 pub(crate) fn persist(batch: BatchId, writes: JsValue) -> JsValue {
     object(&[
         ("kind", "persist".into()),
-        ("batch", JsValue::from(batch.0 as f64)),
+        ("batch", number(batch.0)),
         ("writes", writes),
     ])
+}
+
+/// A read query as `{kind: 'events' | 'idempotent' | 'thread' | 'threads', …}`.
+fn query(q: &ReadQuery) -> JsValue {
+    match q {
+        ReadQuery::Events {
+            thread_id,
+            from_seq,
+            through_seq,
+            limit,
+        } => object(&[
+            ("kind", "events".into()),
+            ("threadId", id(thread_id)),
+            ("fromSeq", number(*from_seq)),
+            ("throughSeq", number(*through_seq)),
+            ("limit", number(*limit as u64)),
+        ]),
+        ReadQuery::Idempotent { thread_id, key } => object(&[
+            ("kind", "idempotent".into()),
+            ("threadId", id(thread_id)),
+            ("key", JsValue::from_str(key)),
+        ]),
+        ReadQuery::Thread { thread_id } => {
+            object(&[("kind", "thread".into()), ("threadId", id(thread_id))])
+        }
+        ReadQuery::Threads {
+            parent,
+            after,
+            limit,
+        } => object(&[
+            ("kind", "threads".into()),
+            ("parent", id_or_null(parent.as_ref())),
+            ("after", id_or_null(after.as_ref())),
+            ("limit", number(*limit as u64)),
+        ]),
+    }
 }
 
 /// One output as `{kind, …}`. A `persist` output built here carries no
 /// writes: callers convert those with [`persist`].
 pub(crate) fn output(out: Output) -> JsValue {
-    let conn = |c: ConnId| JsValue::from(c.0 as f64);
+    let conn = |c: ConnId| number(c.0);
     match out {
         Output::Send { conn: c, frame } => object(&[
             ("kind", "send".into()),
@@ -73,18 +126,23 @@ pub(crate) fn output(out: Output) -> JsValue {
             ("frame", JsValue::from_str(&frame)),
         ]),
         Output::Ping { conn: c } => object(&[("kind", "ping".into()), ("conn", conn(c))]),
-        Output::Close { conn: c, code } => object(&[
+        Output::Close { conn: c, reason } => object(&[
             ("kind", "close".into()),
             ("conn", conn(c)),
-            ("code", JsValue::from(code)),
+            ("code", reason.code().map_or(JsValue::NULL, JsValue::from)),
         ]),
         Output::Respond { req, response: r } => {
             let obj = response(r);
             let _ = Reflect::set(&obj, &"kind".into(), &"respond".into());
-            let _ = Reflect::set(&obj, &"req".into(), &JsValue::from(req.0 as f64));
+            let _ = Reflect::set(&obj, &"req".into(), &number(req.0));
             obj
         }
         Output::Persist { batch, .. } => persist(batch, JsValue::UNDEFINED),
+        Output::Read { read, query: q } => object(&[
+            ("kind", "read".into()),
+            ("read", number(read.0)),
+            ("query", query(&q)),
+        ]),
         Output::WantDrained { conn: c } => {
             object(&[("kind", "wantDrained".into()), ("conn", conn(c))])
         }

@@ -11,19 +11,19 @@
 //!   switch (out.kind) {
 //!     case 'send': sockets.get(out.conn).send(out.frame); break;
 //!     case 'respond': answer(out.req, out.status, out.contentType, out.body); break;
-//!     case 'persist': await storage.append([out]); engine.persisted(Date.now(), out.batch); break;
+//!     case 'read': storage.read(out.query).then((json) => engine.readDone(Date.now(), out.read, json)); break;
+//!     case 'persist': storage.commit(out.writes).then(() => engine.persisted(Date.now(), out.batch)); break;
 //!     // 'ping', 'close', 'wantDrained'
 //!   }
 //! }
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!
-//! Persistence goes through storage the host supplies: every `persist`
-//! output carries its writes as plain objects (see `index.d.ts`); the host
-//! makes them durable and reports `persisted(now, batch)`. The adapter keeps
-//! an in-memory copy of what is durable (a [`MemoryStore`]) to answer the
-//! engine's history reads, and `new Engine(config, seed, log)` rebuilds it
-//! from the writes a host stored earlier.
+//! The engine keeps no history: it asks for what it needs with `read`
+//! outputs and hands what must become durable to `persist` outputs, both as
+//! plain objects (see `index.d.ts` and the `wire` module for their JSON).
+//! The host answers from its own storage, reads in any order, batches in
+//! order.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
@@ -31,21 +31,19 @@
 mod config;
 mod js;
 mod ts;
-mod writes;
-
-use std::collections::VecDeque;
+mod wire;
 
 use bubble_core::http::{HttpRequest, Method};
-use bubble_core::store::{Backend, MemoryStore, Write};
-use bubble_core::{BatchId, ChannelProtocol, ConnId, Input, Millis, Output, RequestId, WsFrame};
+use bubble_core::store::StoreError;
+use bubble_core::{
+    BatchId, ChannelProtocol, ConnId, Input, Millis, Output, ReadId, RequestId, ThreadId, WsFrame,
+};
 use wasm_bindgen::prelude::*;
 
 /// The engine, as a JavaScript class.
 #[wasm_bindgen(js_name = Engine)]
 pub struct WasmEngine {
     inner: bubble_core::Engine,
-    store: MemoryStore,
-    pending: VecDeque<(BatchId, Vec<Write>)>,
 }
 
 fn millis(now_ms: f64) -> Millis {
@@ -65,26 +63,13 @@ impl WasmEngine {
 #[wasm_bindgen(js_class = Engine)]
 impl WasmEngine {
     /// An engine from `config` (JSON with the keys of `bubble.toml`), drawing
-    /// ids from `seed`, over history rebuilt from `log` (a JSON array of the
-    /// writes of earlier `persist` outputs) when given.
+    /// ids and version tokens from `seed`. It starts empty: history comes
+    /// from the host's storage through `read` outputs.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: &str, seed: f64, log: Option<String>) -> Result<WasmEngine, JsValue> {
+    pub fn new(config: &str, seed: f64) -> Result<WasmEngine, JsValue> {
         let config = config::parse(config).map_err(|e| js::error("invalid_config", e))?;
-        let mut store = MemoryStore::default();
-        if let Some(log) = log {
-            let writes = writes::from_json(&log).map_err(|e| js::error("invalid_log", e))?;
-            store
-                .apply(&writes)
-                .map_err(|e| js::error("invalid_log", e))?;
-        }
-        let snapshot = store.load().map_err(|e| js::error("invalid_log", e))?;
-        let inner =
-            bubble_core::Engine::new(config, seed as u64, snapshot, Box::new(store.clone()))
-                .map_err(js::misuse)?;
         Ok(WasmEngine {
-            inner,
-            store,
-            pending: VecDeque::new(),
+            inner: bubble_core::Engine::new(config, seed as u64),
         })
     }
 
@@ -256,17 +241,59 @@ impl WasmEngine {
         batch: f64,
     ) -> Result<(), JsValue> {
         let batch = BatchId(batch as u64);
-        while let Some((id, _)) = self.pending.front() {
-            if *id > batch {
-                break;
-            }
-            if let Some((_, writes)) = self.pending.pop_front() {
-                self.store
-                    .apply(&writes)
-                    .map_err(|e| js::error("store", e))?;
-            }
-        }
         self.handle(now_ms, Input::Persisted { batch })
+    }
+
+    /// Every batch before `batch` is durable (reported already), and so is
+    /// `batch` except the groups of the threads in `conflicts`, which the
+    /// storage refused (their `expect` no longer held).
+    #[wasm_bindgen(js_name = persistFailed)]
+    pub fn persist_failed(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        batch: f64,
+        conflicts: Vec<String>,
+    ) -> Result<(), JsValue> {
+        let conflicts = conflicts
+            .iter()
+            .map(|id| ThreadId::parse(id))
+            .collect::<Result<_, _>>()
+            .map_err(|e| js::error("invalid_thread_id", e))?;
+        let batch = BatchId(batch as u64);
+        self.handle(now_ms, Input::PersistFailed { batch, conflicts })
+    }
+
+    /// The storage answered `read` with `result`, the JSON of its answer
+    /// (`{"events":[…]}`, `{"event":…}`, `{"thread":…}` or `{"threads":[…]}`).
+    /// An answer that does not parse fails the read (its request answers
+    /// `internal`) and throws `invalid_read_result`.
+    #[wasm_bindgen(js_name = readDone)]
+    pub fn read_done(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        read: f64,
+        result: &str,
+    ) -> Result<(), JsValue> {
+        let parsed = wire::read_result(result);
+        let error = parsed.as_ref().err().map(ToString::to_string);
+        let result = parsed.map_err(|e| StoreError(format!("unreadable read result: {e}")));
+        let read = ReadId(read as u64);
+        self.handle(now_ms, Input::ReadDone { read, result })?;
+        error.map_or(Ok(()), |e| Err(js::error("invalid_read_result", e)))
+    }
+
+    /// The storage failed to answer `read`; the request waiting for it
+    /// answers `internal` (the host logs `message`).
+    #[wasm_bindgen(js_name = readFailed)]
+    pub fn read_failed(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        read: f64,
+        message: String,
+    ) -> Result<(), JsValue> {
+        let read = ReadId(read as u64);
+        let result = Err(StoreError(message));
+        self.handle(now_ms, Input::ReadDone { read, result })
     }
 
     /// The deadline from `pollTimeout` passed (early ticks are harmless).
@@ -284,10 +311,8 @@ impl WasmEngine {
         let Output::Persist { batch, writes } = out else {
             return Ok(js::output(out));
         };
-        let json = writes::to_json(&writes).map_err(|e| js::error("internal", e))?;
-        let list = js::parse_json(&json)?;
-        self.pending.push_back((batch, writes));
-        Ok(js::persist(batch, list))
+        let json = wire::batch_json(&writes).map_err(|e| js::error("internal", e))?;
+        Ok(js::persist(batch, js::parse_json(&json)?))
     }
 
     /// When to call `tick` next (milliseconds since the epoch), or `undefined`.

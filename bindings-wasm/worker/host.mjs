@@ -1,30 +1,25 @@
 // BubbleHost: drives the wasm engine for any JavaScript runtime. It owns the
 // sockets, the timer and the storage; the engine decides everything else.
 //
-// After every input it drains `pollOutput()` to `undefined`, hands `persist`
-// batches to the storage (several at once: group commit) and reports them
-// durable with `persisted()`, then re-arms one timer from `pollTimeout()`.
+// After every input it drains `pollOutput()` to `undefined`. `read` outputs
+// go to the storage at once and their answers are fed back whenever they
+// arrive, in any order; `persist` batches are committed in order (several
+// at once: group commit) and reported in order. Then it re-arms one timer
+// from `pollTimeout()`.
+//
+// The storage is any object in the shape of Durable Object storage (see
+// storage.mjs for the methods and the key layout); a MemoryStorage by default.
 //
 // Runtime adapters give it sockets of this shape:
-//   { send(text), ping(), close(code), queued() -> frames not yet written,
+//   { send(text), ping(), close(code) (no code: drop without a close frame),
+//     queued() -> frames not yet written,
 //     flushed(callback) -> calls back once everything sent so far is written }
 // and report what the peer does through the connection object that
 // `openThreads` / `openChannels` return: text(data), binary(bytes), pong(), closed().
 
-/** Static, in-memory storage: keeps every write in order. */
-export class MemoryLog {
-  #writes = [];
+import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
-  /** Every write stored so far, oldest first. */
-  load() {
-    return this.#writes.slice();
-  }
-
-  /** Makes `batches` ([{batch, writes}]) durable. */
-  append(batches) {
-    for (const { writes } of batches) this.#writes.push(...writes);
-  }
-}
+export { MemoryStorage };
 
 const ENGINE_PREFIXES = ['/v1/threads/', '/api/apps/'];
 
@@ -51,6 +46,7 @@ export class BubbleHost {
   #requests = new Map();
   #nextConn = 1;
   #nextReq = 1;
+  #inputs = [];
   #unsaved = [];
   #saving = false;
   #pumping = false;
@@ -60,24 +56,18 @@ export class BubbleHost {
 
   /**
    * Builds a host: `Engine` is the wasm class, `config` the JSON config
-   * (keys of bubble.toml), `storage` any object with `load()` and
-   * `append(batches)` (sync or async). Clock and timers may be replaced
-   * (the offline page runs on simulated time).
+   * (keys of bubble.toml), `storage` a Durable Object-shaped storage (a
+   * MemoryStorage when absent). Clock and timers may be replaced (the
+   * offline page runs on simulated time).
    */
-  static async create(Engine, options = {}) {
-    const storage = options.storage ?? new MemoryLog();
-    const log = await storage.load();
-    const engine = new Engine(
-      JSON.stringify(options.config ?? {}),
-      options.seed ?? Date.now(),
-      log.length > 0 ? JSON.stringify(log) : undefined,
-    );
-    return new BubbleHost(engine, { ...options, storage });
+  static create(Engine, options = {}) {
+    const engine = new Engine(JSON.stringify(options.config ?? {}), options.seed ?? Date.now());
+    return new BubbleHost(engine, options);
   }
 
   constructor(engine, options = {}) {
     this.#engine = engine;
-    this.#storage = options.storage ?? new MemoryLog();
+    this.#storage = options.storage ?? new MemoryStorage();
     this.#now = options.now ?? (() => Date.now());
     this.#setTimer = options.setTimer ?? ((fn, ms) => unrefTimer(setTimeout(fn, ms)));
     this.#clearTimer = options.clearTimer ?? ((handle) => clearTimeout(handle));
@@ -111,7 +101,7 @@ export class BubbleHost {
   /**
    * The same, without Request/Response: `onAnswer({status, contentType, body,
    * retryAfter?})` is called as soon as the engine answers (synchronously
-   * when nothing waits on storage).
+   * when the storage answers synchronously).
    */
   request({ method, path, query = '', authorization, idempotencyKey, body = new Uint8Array() }, onAnswer) {
     const req = this.#nextReq++;
@@ -164,13 +154,10 @@ export class BubbleHost {
     };
   }
 
-  // One input, then everything it caused.
+  // One input, then everything it caused. Inputs arriving while outputs are
+  // being performed (a storage that answered at once) wait their turn.
   #drive(input) {
-    try {
-      input(this.#now());
-    } catch (err) {
-      this.#onError(err);
-    }
+    this.#inputs.push(input);
     this.#pump();
   }
 
@@ -180,7 +167,14 @@ export class BubbleHost {
     try {
       for (;;) {
         for (let out; (out = this.#engine.pollOutput()); ) this.#perform(out);
-        if (!this.#save()) break;
+        this.#save();
+        const input = this.#inputs.shift();
+        if (!input) break;
+        try {
+          input(this.#now());
+        } catch (err) {
+          this.#onError(err);
+        }
       }
     } catch (err) {
       this.#onError(err);
@@ -203,7 +197,7 @@ export class BubbleHost {
         if (entry && !entry.closing) entry.socket.ping();
         return;
       case 'close':
-        if (entry) this.#close(entry, out.code);
+        if (entry) this.#close(entry, out.code ?? undefined);
         return;
       case 'wantDrained':
         entry?.socket.flushed(() =>
@@ -220,8 +214,17 @@ export class BubbleHost {
         resolve?.(out);
         return;
       }
+      case 'read': {
+        const { read } = out;
+        answerRead(this.#storage, out.query, (err, json) =>
+          this.#drive((now) =>
+            err ? this.#engine.readFailed(now, read, String(err?.message ?? err)) : this.#engine.readDone(now, read, json),
+          ),
+        );
+        return;
+      }
       case 'persist':
-        this.#unsaved.push({ batch: out.batch, writes: out.writes });
+        this.#unsaved.push(out);
         return;
       default:
         this.#onError(new Error(`unknown output kind ${out.kind}`));
@@ -233,30 +236,39 @@ export class BubbleHost {
     entry.socket.close(code);
   }
 
-  // Hands waiting batches to storage. Returns true when they became durable
-  // synchronously (the caller drains again), false otherwise.
+  // Commits the waiting batches, unless a commit is under way (batches are
+  // committed and reported in order). Each batch is reported on its own
+  // turn: `persisted` for a run of whole batches, `persistFailed` for one
+  // with refused groups.
   #save() {
-    if (this.#saving || this.#unsaved.length === 0) return false;
-    const batches = this.#unsaved.splice(0);
-    const last = batches[batches.length - 1].batch;
-    const done = this.#storage.append(batches);
-    if (!done || typeof done.then !== 'function') {
-      this.#engine.persisted(this.#now(), last);
-      return true;
-    }
+    if (this.#saving || this.#unsaved.length === 0) return;
+    const outs = this.#unsaved.splice(0);
     this.#saving = true;
-    done.then(
-      () => {
-        this.#saving = false;
-        this.#drive((now) => this.#engine.persisted(now, last));
-      },
-      (err) => {
-        // Nothing depending on these writes is ever released; the host is
-        // unhealthy and says so.
+    commitBatches(this.#storage, outs.map((o) => o.writes), (err, conflicts) => {
+      if (err) {
+        // Nothing depending on these writes is ever released, and nothing
+        // after them is written: the host is unhealthy and says so.
         this.#onError(err);
-      },
-    );
-    return false;
+        return;
+      }
+      this.#saving = false;
+      let whole = null;
+      outs.forEach(({ batch }, i) => {
+        if (conflicts[i].length === 0) {
+          whole = batch;
+          return;
+        }
+        if (whole !== null) this.#inputs.push(this.#persisted(whole));
+        whole = null;
+        this.#inputs.push((now) => this.#engine.persistFailed(now, batch, conflicts[i]));
+      });
+      if (whole !== null) this.#inputs.push(this.#persisted(whole));
+      this.#pump();
+    });
+  }
+
+  #persisted(batch) {
+    return (now) => this.#engine.persisted(now, batch);
   }
 
   #arm() {

@@ -1,19 +1,52 @@
-// Types of the worker module (index.mjs, host.mjs, node.mjs). The engine's
-// own types (Output, Write, HttpAnswer, Limits) are in ../pkg/bubble_wasm.d.ts.
+// Types of the worker module (index.mjs, host.mjs, storage.mjs, node.mjs).
+// The engine's own types (Output, ReadQuery, Batch, ThreadRecord, Write,
+// HttpAnswer, Limits) are in ../pkg/bubble_wasm.d.ts.
 
-import type { Engine, HttpAnswer, Limits, Write } from '../pkg/bubble_wasm.js';
+import type { Batch, Engine, HttpAnswer, Limits, ReadQuery } from '../pkg/bubble_wasm.js';
 
-/** Where `persist` batches go; `append` may return a promise (durable once it resolves). */
+type MaybePromise<T> = T | PromiseLike<T>;
+
+/**
+ * The host's storage, in the shape of Durable Object storage (a DO's
+ * `ctx.storage` fits as it is). Each method may return its result or a
+ * promise of it. Keys and values (storage.mjs):
+ *   t/<threadId>                   the thread record (JSON text)
+ *   e/<threadId>/<seq, 16 digits>  an event (JSON text)
+ *   k/<threadId>/<key>             the seq appended with idempotency key <key>
+ *   c/<parentId>/<childId>         '' (children of a thread)
+ */
 export interface Storage {
-  load(): Write[] | Promise<Write[]>;
-  append(batches: { batch: number; writes: Write[] }[]): void | PromiseLike<void>;
+  get(key: string): MaybePromise<unknown>;
+  put(key: string, value: unknown): MaybePromise<unknown>;
+  put(entries: Record<string, unknown>): MaybePromise<unknown>;
+  /** Keys in order from `start` (inclusive) to `end` (exclusive) that begin with `prefix`, at most `limit`. */
+  list(options: { prefix?: string; start?: string; end?: string; limit?: number }): MaybePromise<Map<string, unknown>>;
 }
+
+/** A Map-backed Storage that answers synchronously (the default). */
+export class MemoryStorage implements Storage {
+  get(key: string): unknown;
+  put(key: string, value: unknown): void;
+  put(entries: Record<string, unknown>): void;
+  list(options?: { prefix?: string; start?: string; end?: string; limit?: number }): Map<string, unknown>;
+}
+
+/** Answers a `read` output's query from `storage`: `done(null, json)` with the JSON for `readDone`, or `done(error)`. */
+export function answerRead(storage: Storage, query: ReadQuery, done: (err: unknown, json?: string) => void): void;
+
+/**
+ * Applies `persist` outputs' writes in order, each thread's group only if it
+ * is still at its `expect` and none of its idempotency keys is taken:
+ * `done(null, conflicts)` with the refused thread ids per batch, or `done(error)`.
+ */
+export function commitBatches(storage: Storage, batches: Batch[], done: (err: unknown, conflicts?: string[][]) => void): void;
 
 /** The host's view of one socket, supplied by a runtime adapter. */
 export interface HostSocket {
   send(text: string): void;
   ping(): void;
-  close(code: number): void;
+  /** Closes with `code`; without one, drops the connection with no close frame. */
+  close(code?: number): void;
   /** Frames handed to `send` but not yet written. */
   queued(): number;
   /** Calls back once everything sent so far has been written. */
@@ -41,13 +74,8 @@ export interface HostOptions {
   onError?: (err: unknown) => void;
 }
 
-export class MemoryLog implements Storage {
-  load(): Write[];
-  append(batches: { batch: number; writes: Write[] }[]): void;
-}
-
 export class BubbleHost {
-  static create(engine: typeof Engine, options?: HostOptions): Promise<BubbleHost>;
+  static create(engine: typeof Engine, options?: HostOptions): BubbleHost;
   constructor(engine: Engine, options?: HostOptions);
   readonly wsPath: string;
   readonly limits: Limits;

@@ -9,9 +9,10 @@
 // bubble.toml, as a string or an object).
 
 import init, { Engine } from '../pkg/bubble_wasm.js';
-import { BubbleHost, MemoryLog, bearerToken, isEngineRoute } from './host.mjs';
+import { BubbleHost, bearerToken, isEngineRoute } from './host.mjs';
+import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
-export { BubbleHost, MemoryLog, bearerToken, isEngineRoute };
+export { BubbleHost, MemoryStorage, answerRead, bearerToken, commitBatches, isEngineRoute };
 
 let ready = null;
 
@@ -34,12 +35,13 @@ async function wasmBytes() {
 }
 
 /**
- * A Bubble over `options` ({config, seed, storage, now, …}, see BubbleHost)
+ * A Bubble over `options` ({config, seed, storage, now, …}, see BubbleHost;
+ * `storage` is a Durable Object-shaped storage, in memory when absent)
  * with `fetch(request)`: engine routes, and WebSocket upgrades where the
  * runtime has a `WebSocketPair`.
  */
 export async function createBubble(options = {}) {
-  const host = await BubbleHost.create(await loadEngine(options.wasm), options);
+  const host = BubbleHost.create(await loadEngine(options.wasm), options);
   return {
     host,
     fetch: (request) => route(host, request),
@@ -76,7 +78,8 @@ function acceptPair(open) {
   const socket = {
     send: (text) => server.send(text),
     ping: () => queueMicrotask(() => conn?.pong()),
-    close: (code) => server.close(code === 1006 ? 1011 : code),
+    // No way to drop the connection without a close frame here: 1011 instead.
+    close: (code) => server.close(code ?? 1011),
     queued: () => 0,
     flushed: (callback) => setTimeout(callback, 0),
   };

@@ -109,7 +109,7 @@ function attach(ws, open) {
       ws.send(text, written);
     },
     ping: () => ws.ping(),
-    close: (code) => (code === 1006 ? ws.terminate() : ws.close(code)),
+    close: (code) => (code === undefined ? ws.terminate() : ws.close(code)),
     queued: () => queued,
     flushed: (callback) => (queued === 0 ? callback() : waiting.push(callback)),
   });

@@ -130,7 +130,9 @@ fn run_worker(
         };
         busy = group.len() > 1;
         stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats.batches.fetch_add(group.len() as u64, Ordering::Relaxed);
+        stats
+            .batches
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
         // The engine task may already be gone at shutdown; the commit stands.
         for ((batch, _), refused) in group.iter().zip(refused) {
             let _ = done.send(Outcome::of(*batch, refused));

@@ -52,7 +52,12 @@ fn create(id: &str, events: u64) -> ThreadWrites {
 }
 
 /// A group appending `seqs` to `id`, expecting `expect`.
-fn appends(id: &str, expect: Version, seqs: std::ops::RangeInclusive<u64>, key: Option<&str>) -> ThreadWrites {
+fn appends(
+    id: &str,
+    expect: Version,
+    seqs: std::ops::RangeInclusive<u64>,
+    key: Option<&str>,
+) -> ThreadWrites {
     let head = *seqs.end();
     ThreadWrites {
         thread_id: thread(id),
@@ -67,7 +72,9 @@ fn batch(groups: Vec<ThreadWrites>) -> Batch {
 }
 
 fn head(store: &SqliteStore, id: &str) -> Option<u64> {
-    match store.read(&ReadQuery::Thread { thread_id: thread(id) }) {
+    match store.read(&ReadQuery::Thread {
+        thread_id: thread(id),
+    }) {
         Ok(ReadResult::Thread(record)) => record.map(|r| r.head_seq),
         other => panic!("unexpected read: {other:?}"),
     }
@@ -94,12 +101,26 @@ fn a_refused_group_leaves_the_others_standing() {
         .apply(&[&batch(vec![create("t", 1), create("u", 0)])])
         .expect("first batch");
     assert_eq!(refused, [Vec::<ThreadId>::new()]);
-    let at_1 = Version { head_seq: 1, version: 1 };
-    let stale = Version { head_seq: 1, version: 7 };
+    let at_1 = Version {
+        head_seq: 1,
+        version: 1,
+    };
+    let stale = Version {
+        head_seq: 1,
+        version: 7,
+    };
     let refused = store
         .apply(&[&batch(vec![
             appends("t", stale, 2..=3, None),
-            appends("u", Version { head_seq: 0, version: 1 }, 1..=1, None),
+            appends(
+                "u",
+                Version {
+                    head_seq: 0,
+                    version: 1,
+                },
+                1..=1,
+                None,
+            ),
             create("t", 0),
         ])])
         .expect("second batch");
@@ -111,10 +132,22 @@ fn a_refused_group_leaves_the_others_standing() {
     let refused = store
         .apply(&[
             &batch(vec![appends("t", at_1, 2..=2, Some("k"))]),
-            &batch(vec![appends("t", Version { head_seq: 2, version: 2 }, 3..=3, Some("k"))]),
+            &batch(vec![appends(
+                "t",
+                Version {
+                    head_seq: 2,
+                    version: 2,
+                },
+                3..=3,
+                Some("k"),
+            )]),
         ])
         .expect("third commit");
-    assert_eq!(refused, [vec![], vec![thread("t")]], "the key is taken by seq 2");
+    assert_eq!(
+        refused,
+        [vec![], vec![thread("t")]],
+        "the key is taken by seq 2"
+    );
     assert_eq!((head(&store, "t"), events(&store, "t")), (Some(2), 2));
 }
 
@@ -122,8 +155,18 @@ fn a_refused_group_leaves_the_others_standing() {
 fn gapped_seqs_are_a_store_failure_and_leave_nothing_behind() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut store = SqliteStore::open(&dir.path().join("b.db")).expect("open");
-    store.apply(&[&batch(vec![create("t", 1)])]).expect("first batch");
-    let mut gapped = appends("t", Version { head_seq: 1, version: 1 }, 2..=2, None);
+    store
+        .apply(&[&batch(vec![create("t", 1)])])
+        .expect("first batch");
+    let mut gapped = appends(
+        "t",
+        Version {
+            head_seq: 1,
+            version: 1,
+        },
+        2..=2,
+        None,
+    );
     gapped.writes.push(append("t", 4, None, ""));
     gapped.record.head_seq = 4;
     assert!(store
@@ -177,12 +220,17 @@ fn the_wal_is_checkpointed_and_restarted_between_commits() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("b.db");
     let mut store = SqliteStore::open(&path).expect("open");
-    store.apply(&[&batch(vec![create("t", 0)])]).expect("create");
+    store
+        .apply(&[&batch(vec![create("t", 0)])])
+        .expect("create");
     let filler = "x".repeat(3000);
     for seq in 1..=2_000u64 {
         let group = ThreadWrites {
             thread_id: thread("t"),
-            expect: Some(Version { head_seq: seq - 1, version: seq }),
+            expect: Some(Version {
+                head_seq: seq - 1,
+                version: seq,
+            }),
             record: record("t", seq, seq + 1),
             writes: vec![append("t", seq, None, &filler)],
         };

@@ -1,12 +1,16 @@
 // The worker module on its own: the edge entry point configured from `env`,
-// and persistence through a storage the host supplies ("acknowledged means
-// durable"; a stored log restarts an engine with its history).
+// and the storage the host supplies ("acknowledged means durable"; a new
+// engine over the same storage has the history; reads answered in any order
+// change nothing; a refused group is decided again; a failed read answers
+// `internal`).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import worker, { createBubble } from '../../bindings-wasm/worker/index.mjs';
-import { CONFIG, TOKENS } from './lib/hosts.mjs';
+import worker, { createBubble, MemoryStorage } from '../../bindings-wasm/worker/index.mjs';
+import { checks, normalize } from './lib/checks.mjs';
+import { CONFIG, startWorker, TOKENS } from './lib/hosts.mjs';
+import { failing, shuffled } from './lib/storages.mjs';
 
 const json = (method, path, body) =>
   new Request(`https://bubble.example${path}`, {
@@ -28,15 +32,17 @@ test('the default export answers engine routes from env config', async () => {
   assert.equal(await upgrade.text(), 'Application not found');
 });
 
-test('answers wait for the storage, and its log restarts the engine', async () => {
-  const stored = [];
+test('answers wait for the storage, and a new engine over it has the history', async () => {
+  const memory = new MemoryStorage();
+  // Reads are answered at once; each put waits until the test releases it.
   const pending = [];
   const storage = {
-    load: () => stored.slice(),
-    append: (batches) =>
+    get: (key) => Promise.resolve(memory.get(key)),
+    list: (options) => Promise.resolve(memory.list(options)),
+    put: (entries) =>
       new Promise((resolve) => {
         pending.push(() => {
-          for (const b of batches) stored.push(...b.writes);
+          memory.put(entries);
           resolve();
         });
       }),
@@ -47,20 +53,78 @@ test('answers wait for the storage, and its log restarts the engine', async () =
     answered = true;
     return r;
   });
-  while (pending.length === 0) await new Promise((r) => setImmediate(r));
+  await filled(pending, 1);
   await new Promise((r) => setImmediate(r));
   assert.equal(answered, false, 'no answer before the write is durable');
+  assert.equal(memory.get('t/durable-1'), undefined);
   pending.shift()();
   assert.equal((await response).status, 201);
 
   const append = bubble.fetch(json('POST', '/v1/threads/durable-1/events', { type: 'run_started', runId: 'r-1' }));
-  while (pending.length === 0) await new Promise((r) => setImmediate(r));
+  await filled(pending, 1);
   pending.shift()();
   assert.equal((await append).status, 201);
 
-  const again = await createBubble({ config: CONFIG, seed: 8, storage });
+  const again = await createBubble({ config: CONFIG, seed: 8, storage: memory });
   const page = await (await again.fetch(json('GET', '/v1/threads/durable-1/events'))).json();
   assert.deepEqual(page.events.map((e) => [e.seq, e.runId]), [[1, 'r-1']]);
+  const thread = await (await again.fetch(json('GET', '/v1/threads/durable-1'))).json();
+  assert.equal(thread.headSeq, 1);
+});
+
+test('a storage that answers late and out of order changes nothing', { timeout: 120_000 }, async () => {
+  const [plain, slow] = await Promise.all([
+    startWorker(CONFIG),
+    startWorker(CONFIG, { storage: shuffled(new MemoryStorage(), { maxMs: 3, seed: 11 }) }),
+  ]);
+  try {
+    for (const [name, check] of Object.entries(checks)) {
+      const expected = normalize(await check(plain.url));
+      assert.deepEqual(normalize(await check(slow.url)), expected, name);
+    }
+  } finally {
+    await Promise.all([plain.stop(), slow.stop()]);
+  }
+});
+
+test('a group refused for a stale version is decided again', async () => {
+  // Two engines over one storage, as two isolates would be: the second one
+  // caches the thread, the first appends, the second's append then expects
+  // a version that is gone and is refused, reloaded and decided again.
+  const storage = new MemoryStorage();
+  const one = await createBubble({ config: CONFIG, seed: 1, storage });
+  const two = await createBubble({ config: CONFIG, seed: 2, storage });
+  assert.equal((await one.fetch(json('POST', '/v1/threads', { threadId: 'shared' }))).status, 201);
+  assert.equal((await two.fetch(json('GET', '/v1/threads/shared'))).status, 200);
+  const first = await one.fetch(json('POST', '/v1/threads/shared/events', { type: 'run_started', runId: 'one' }));
+  assert.equal((await first.json()).event.seq, 1);
+  const second = await two.fetch(json('POST', '/v1/threads/shared/events', { type: 'run_started', runId: 'two' }));
+  assert.equal(second.status, 201);
+  assert.equal((await second.json()).event.seq, 2);
+  // (`one` hears of the other's commits only through a broker, which this
+  // host has not: a third engine reads what is stored.)
+  const three = await createBubble({ config: CONFIG, seed: 3, storage });
+  const page = await (await three.fetch(json('GET', '/v1/threads/shared/events'))).json();
+  assert.deepEqual(page.events.map((e) => [e.seq, e.runId]), [[1, 'one'], [2, 'two']]);
+});
+
+test('a failed read answers internal, and the host goes on', async () => {
+  const memory = new MemoryStorage();
+  const errors = [];
+  const bubble = await createBubble({ config: CONFIG, seed: 3, storage: memory });
+  assert.equal((await bubble.fetch(json('POST', '/v1/threads', { threadId: 'f-1' }))).status, 201);
+  const broken = await createBubble({
+    config: CONFIG,
+    seed: 4,
+    storage: failing(memory, new Set(['list'])),
+    onError: (err) => errors.push(err),
+  });
+  const failed = await broken.fetch(json('GET', '/v1/threads'));
+  assert.equal(failed.status, 500);
+  assert.equal((await failed.json()).error.code, 'internal');
+  const thread = await broken.fetch(json('GET', '/v1/threads/f-1'));
+  assert.equal(thread.status, 200, 'reads that work still work');
+  assert.deepEqual(errors, []);
 });
 
 // A Workers-style runtime, in miniature: a WebSocketPair of two linked

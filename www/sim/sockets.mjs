@@ -33,7 +33,8 @@ export function openSocket(clock, host, kind, options, handlers) {
       clock.after(LATENCY_MS, () => {
         if (state.open && !state.paused) conn.pong();
       }),
-    close: (code) => clock.after(LATENCY_MS, () => finish(code)),
+    // No code: the host drops the connection, which the client sees as 1006.
+    close: (code) => clock.after(LATENCY_MS, () => finish(code ?? 1006)),
     queued: () => state.inbox.length,
     flushed: (callback) => (state.paused ? state.waiters.push(callback) : clock.after(LATENCY_MS, callback)),
   };

@@ -3,6 +3,7 @@
 // presence, and a seeded script of conversations on simulated time.
 
 import { BubbleHost } from '../pkg/host.mjs';
+import { MemoryStorage } from '../pkg/storage.mjs';
 import { ThreadsClient } from '../threads-client.mjs';
 import { SimClock, seededRandom } from './clock.mjs';
 import { openSocket } from './sockets.mjs';
@@ -11,6 +12,8 @@ export const APP = { id: 'app-1', key: 'sim-app-key', secret: 'sim-app-secret' }
 export const PRESENCE_CHANNEL = 'presence-team';
 const START = Date.UTC(2026, 0, 5, 9, 0, 0);
 export const STEP_MS = 1500;
+// How long the in-page storage takes to answer, in simulated milliseconds.
+const STORAGE_MS = 3;
 
 export const CAST = [
   { id: 'alice', name: 'Alice', kind: 'person', role: 'Product lead' },
@@ -68,28 +71,14 @@ export class World {
     this.seed = String(seed);
     this.rng = seededRandom(this.seed);
     this.clock = new SimClock(START);
-    this.log = [];
-    this.heads = new Map(THREADS.map((t) => [t.id, 0]));
-    this.titles = new Map(THREADS.map((t) => [t.id, t.title]));
+    this.store = new MemoryStorage();
     this.busy = new Map();
     this.listeners = new Set();
     this.steps = 0;
-    const storage = {
-      load: () => [],
-      // Durable a few simulated milliseconds later, through the clock, so a
-      // run replays identically at any speed.
-      append: (batches) => ({
-        then: (resolve) =>
-          this.clock.after(3, () => {
-            for (const { writes } of batches) this.#record(writes);
-            resolve();
-          }),
-      }),
-    };
     this.host = new BubbleHost(
       new Engine(JSON.stringify(this.#config()), this.rng.seed53()),
       {
-        storage,
+        storage: onClock(this.store, this.clock, STORAGE_MS),
         now: () => this.clock.now,
         setTimer: (fn, ms) => this.clock.after(ms, fn),
         clearTimer: (handle) => this.clock.cancel(handle),
@@ -108,12 +97,20 @@ export class World {
     };
   }
 
-  #record(writes) {
-    for (const write of writes) {
-      this.log.push(write);
-      if (write.appendEvent) this.heads.set(write.appendEvent.threadId, write.appendEvent.seq);
-      if (write.setTitle) this.titles.set(write.setTitle.threadId, write.setTitle.title);
-    }
+  // A thread's durable record, read straight from the in-memory store.
+  #record(id) {
+    const json = this.store.get(`t/${id}`);
+    return json === undefined ? null : JSON.parse(json);
+  }
+
+  /** The thread's durable head seq (0 before it exists). */
+  head(id) {
+    return this.#record(id)?.headSeq ?? 0;
+  }
+
+  /** The thread's durable title (null when cleared or before it exists). */
+  title(id) {
+    return this.#record(id)?.title ?? null;
   }
 
   /** Calls `fn(change)` after anything visible changes. */
@@ -326,17 +323,41 @@ export class World {
 
   #rename(thread) {
     const titles = [thread.title, `${thread.title} (draft)`, `${thread.title} — this week`];
-    const current = this.titles.get(thread.id);
+    const current = this.title(thread.id);
     const title = this.rng.pick(titles.filter((t) => t !== current));
     this.#call(thread.owner, 'PATCH', `/v1/threads/${thread.id}`, { title });
   }
 
-  /** A short digest of the durable log: equal seeds give equal fingerprints. */
+  /** A short digest of everything stored: equal seeds give equal fingerprints. */
   fingerprint() {
     let h = 2166136261;
-    for (const ch of JSON.stringify(this.log)) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+    for (const ch of JSON.stringify([...this.store.list()])) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
     return (h >>> 0).toString(16).padStart(8, '0');
   }
+}
+
+// The in-memory storage, answering `ms` simulated milliseconds later through
+// the clock (reads and writes alike), so a run replays identically at any
+// speed.
+function onClock(storage, clock, ms) {
+  const later = (fn) => ({
+    then: (resolve, reject) =>
+      clock.after(ms, () => {
+        let value;
+        try {
+          value = fn();
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        resolve(value);
+      }),
+  });
+  return {
+    get: (key) => later(() => storage.get(key)),
+    put: (keyOrEntries, value) => later(() => storage.put(keyOrEntries, value)),
+    list: (options) => later(() => storage.list(options)),
+  };
 }
 
 const CLOSE_REASONS = {

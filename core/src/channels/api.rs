@@ -4,9 +4,9 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::ctx::Ctx;
-use crate::io::Output;
 use crate::http::{HttpRequest, HttpResponse, Method};
 use crate::ids::RequestId;
+use crate::io::Output;
 
 use super::frames;
 use super::names::ChannelKind;

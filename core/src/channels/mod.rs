@@ -31,9 +31,9 @@ mod tests;
 
 use crate::config::Config;
 use crate::ctx::Ctx;
-use crate::io::{ChannelProtocol, WsFrame};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ConnId, Millis, RequestId};
+use crate::io::{ChannelProtocol, WsFrame};
 
 use registry::Registry;
 

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::config::AppConfig;
-use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
+use crate::io::ChannelProtocol;
 
 use super::presence::{Identity, Presence};
 use super::publish::IdempotencyKeys;

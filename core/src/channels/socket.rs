@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::ctx::Ctx;
-use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 use crate::ids::ConnId;
+use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 
 use super::commands::{self, Command};
 use super::frames;

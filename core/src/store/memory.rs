@@ -133,10 +133,13 @@ impl Tables {
                 if let Some(key) = idempotency_key {
                     self.idempotency.insert((id.clone(), key.clone()), *seq);
                 }
-                self.events.entry(id.clone()).or_default().push(StoredEvent {
-                    seq: *seq,
-                    json: json.clone(),
-                });
+                self.events
+                    .entry(id.clone())
+                    .or_default()
+                    .push(StoredEvent {
+                        seq: *seq,
+                        json: json.clone(),
+                    });
             }
         }
         if let Some(parent) = &group.record.parent_thread_id {

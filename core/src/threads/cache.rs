@@ -18,7 +18,7 @@ use crate::threads::state::{Caller, ThreadState};
 #[derive(Debug)]
 pub(crate) enum Slot {
     /// The thread exists.
-    Present(ThreadState),
+    Present(Box<ThreadState>),
     /// The store had no such thread when it was read.
     Absent,
 }
@@ -106,7 +106,10 @@ impl Cache {
     }
 
     /// The parent, grandparent, … of `id`, as far as they are cached.
-    pub(crate) fn ancestors<'a>(&'a self, id: &ThreadId) -> impl Iterator<Item = &'a ThreadId> + 'a {
+    pub(crate) fn ancestors<'a>(
+        &'a self,
+        id: &ThreadId,
+    ) -> impl Iterator<Item = &'a ThreadId> + 'a {
         let first = self.get(id).and_then(|t| t.parent.as_ref());
         std::iter::successors(first, move |p| self.get(p).and_then(|t| t.parent.as_ref()))
     }
@@ -146,7 +149,7 @@ impl Cache {
         Ok(Some(effective_capabilities(
             caller.admin,
             own,
-            inherited.into_iter(),
+            inherited,
         )))
     }
 

@@ -132,7 +132,13 @@ impl Threads {
     }
 
     /// Another writer changed `thread` to `head_seq`/`version`.
-    pub(crate) fn changed(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId, head_seq: u64, version: u64) {
+    pub(crate) fn changed(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        thread: &ThreadId,
+        head_seq: u64,
+        version: u64,
+    ) {
         if self.loading.contains_key(thread) {
             self.load_for_cache(cx, thread);
             return;
@@ -162,10 +168,7 @@ impl Threads {
     /// Forgets `thread` and reads it again; its subscriptions resume from
     /// what they were sent that is durable.
     pub(super) fn reload(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
-        let durable = self
-            .cache
-            .get(thread)
-            .map_or(0, |s| s.durable().head_seq);
+        let durable = self.cache.get(thread).map_or(0, |s| s.durable().head_seq);
         self.cache.remove(thread);
         self.rewind_subscriptions(thread, durable);
         self.load_for_cache(cx, thread);

@@ -147,13 +147,9 @@ impl Threads {
             )),
             ([_], Method::Patch) => self.http_rename(cx, &caller, &thread()?, body),
             ([_, "events"], Method::Get) => self.history(&caller, &thread()?, &query),
-            ([_, "events"], Method::Post) => self.http_append(
-                cx,
-                &caller,
-                &thread()?,
-                request.idempotency_key,
-                body,
-            ),
+            ([_, "events"], Method::Post) => {
+                self.http_append(cx, &caller, &thread()?, request.idempotency_key, body)
+            }
             ([_, "grants"], Method::Get) => {
                 let grants = self.grants(&caller, &thread()?)?;
                 Ok(HttpResponse::json(
@@ -286,7 +282,7 @@ impl Threads {
                 after = Some(id.clone());
                 if !self.cache.knows(&id) {
                     self.cache
-                        .put(id.clone(), Slot::Present(ThreadState::from_record(record)));
+                        .put(id.clone(), Slot::Present(Box::new(ThreadState::from_record(record))));
                 }
                 if !self.held(caller, &id)?.contains(Capability::ThreadRead) {
                     continue;
@@ -313,7 +309,12 @@ impl Threads {
     /// `GET /v1/threads/:threadId/events?fromSeq=&limit=`: durable events
     /// only, read from the store. `nextSeq` is set while the page ends below
     /// the head (appends not yet durable included).
-    fn history(&mut self, caller: &Caller, id: &ThreadId, query: &Query) -> Result<HttpResponse, Step> {
+    fn history(
+        &mut self,
+        caller: &Caller,
+        id: &ThreadId,
+        query: &Query,
+    ) -> Result<HttpResponse, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
         let from = query.start_seq()?;
         let limit = query.limit()?;
@@ -380,8 +381,8 @@ impl Threads {
         let expected = usize::try_from(through - from + 1)
             .unwrap_or(usize::MAX)
             .min(limit);
-        let complete = events.len() == expected
-            && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
+        let complete =
+            events.len() == expected && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
         if !complete {
             return Err(BubbleError::Internal.into());
         }

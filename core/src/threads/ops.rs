@@ -110,18 +110,22 @@ impl Threads {
             }
         }
         let existing = self.cache.get(&id).map(|t| t.parent.clone());
-        let parent_exists = req.parent.as_ref().is_some_and(|p| self.cache.get(p).is_some());
+        let parent_exists = req
+            .parent
+            .as_ref()
+            .is_some_and(|p| self.cache.get(p).is_some());
         let decision = rules::decide_create(
             &id,
             req.parent.as_ref(),
             existing.as_ref().map(Option::as_ref),
             parent_exists,
         );
-        let hidden = existing.is_some() && !self.held(caller, &id)?.contains(Capability::ThreadRead);
+        let hidden =
+            existing.is_some() && !self.held(caller, &id)?.contains(Capability::ThreadRead);
         match decision {
-            Err(BubbleError::Conflict(_)) | Ok(CreateDecision::Existing) if hidden => Err(
-                BubbleError::Conflict(format!("Thread \"{id}\" already exists.")).into(),
-            ),
+            Err(BubbleError::Conflict(_)) | Ok(CreateDecision::Existing) if hidden => {
+                Err(BubbleError::Conflict(format!("Thread \"{id}\" already exists.")).into())
+            }
             Err(err) => Err(err.into()),
             Ok(CreateDecision::Existing) => Ok((false, self.thread_snapshot(&id)?)),
             Ok(CreateDecision::New) => {
@@ -160,7 +164,7 @@ impl Threads {
                     );
                     state.title = Some(title);
                 }
-                self.cache.put(id.clone(), Slot::Present(state));
+                self.cache.put(id.clone(), Slot::Present(Box::new(state)));
                 Ok((true, self.thread_snapshot(&id)?))
             }
         }
@@ -315,11 +319,7 @@ impl Threads {
     }
 
     /// `GET /v1/threads/:threadId/grants`, ordered by principal.
-    pub(super) fn grants(
-        &mut self,
-        caller: &Caller,
-        id: &ThreadId,
-    ) -> Result<Vec<GrantRow>, Step> {
+    pub(super) fn grants(&mut self, caller: &Caller, id: &ThreadId) -> Result<Vec<GrantRow>, Step> {
         self.require(caller, id, Capability::GrantsManage)?;
         let grants = self
             .cache

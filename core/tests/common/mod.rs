@@ -401,7 +401,11 @@ impl Harness {
                 .store
                 .apply(&[&writes])
                 .expect("the engine's writes apply");
-            assert_eq!(refused, [Vec::<ThreadId>::new()], "one engine never conflicts");
+            assert_eq!(
+                refused,
+                [Vec::<ThreadId>::new()],
+                "one engine never conflicts"
+            );
             last = Some(batch);
         }
         if let Some(batch) = last {

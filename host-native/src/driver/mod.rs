@@ -209,9 +209,7 @@ pub(crate) fn spawn(
         Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats))
     };
     let engine = match home {
-        Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(
-            build()?.run(channels),
-        ))),
+        Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(build()?.run(channels)))),
         Home::Thread => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_time()

@@ -106,7 +106,12 @@ fn exec(
 }
 
 /// Like [`exec`], with a constraint violation reported as a refusal.
-fn insert(tx: &Connection, what: &str, sql: &str, args: impl rusqlite::Params) -> Result<Outcome, StoreError> {
+fn insert(
+    tx: &Connection,
+    what: &str,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Outcome, StoreError> {
     match tx.prepare_cached(sql).and_then(|mut s| s.execute(args)) {
         Ok(_) => Ok(Outcome::Applied),
         Err(e) => refused_or(e, what),

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::{Harness, Input, Output, WsFrame};
-use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
+use crate::io::ChannelProtocol;
 
 fn message() -> impl Strategy<Value = String> {
     let action = prop_oneof![

@@ -3,9 +3,9 @@
 use serde_json::{json, Value};
 
 use crate::config::{AppConfig, Config};
-use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
 use crate::http::{HttpRequest, Method};
 use crate::ids::{ConnId, Millis, RequestId};
+use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
 
 use super::signature::auth_string;
 

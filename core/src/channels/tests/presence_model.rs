@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::{Harness, Input};
 use crate::channels::signature::auth_string;
-use crate::io::ChannelProtocol;
 use crate::ids::ConnId;
+use crate::io::ChannelProtocol;
 
 const CHANNEL: &str = "presence-model";
 const SOCKETS: u64 = 4;

@@ -131,7 +131,9 @@ pub fn failed_read_answers_internal<C: ContractBackend>(backend: &C) {
     node.fail_reads(None);
     assert_eq!(seqs(&node.history("thread-1")), [1, 2, 3]);
     node.fail_reads(Some("thread"));
-    node.get("alice", "/v1/threads/unknown").expect_error(500, "internal");
+    node.get("alice", "/v1/threads/unknown")
+        .expect_error(500, "internal");
     node.fail_reads(None);
-    node.get("alice", "/v1/threads/unknown").expect_error(404, "not_found");
+    node.get("alice", "/v1/threads/unknown")
+        .expect_error(404, "not_found");
 }

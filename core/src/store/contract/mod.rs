@@ -35,9 +35,10 @@ mod threads;
 mod two_writers;
 
 pub use access::{grants, participants};
-pub use events::{failed_read_answers_internal, history_paging, idempotency_keys, seqs_are_gapless};
+pub use events::{
+    failed_read_answers_internal, history_paging, idempotency_keys, seqs_are_gapless,
+};
 pub use node::Reads;
-pub use two_writers::{two_writers_append_and_create, two_writers_idempotency_and_grants};
 pub use reopen::{
     reopen_continues_seqs, reopen_keeps_grants_and_participants, reopen_keeps_idempotency_keys,
     reopen_keeps_threads_and_events,
@@ -46,6 +47,7 @@ pub use threads::{
     create_thread_is_idempotent, create_thread_rejections, create_thread_returns_empty_snapshot,
     get_thread_shape, head_seq_counts_appends, title_set_and_clear,
 };
+pub use two_writers::{two_writers_append_and_create, two_writers_idempotency_and_grants};
 
 /// A backend under test.
 pub trait ContractBackend {

@@ -177,8 +177,11 @@ impl<W: Backend> Node<W> {
                         for group in &writes.threads {
                             if !refused.contains(&group.thread_id) {
                                 let at = group.record.at();
-                                self.changed
-                                    .push((group.thread_id.clone(), at.head_seq, at.version));
+                                self.changed.push((
+                                    group.thread_id.clone(),
+                                    at.head_seq,
+                                    at.version,
+                                ));
                             }
                         }
                         let input = if refused.is_empty() {

@@ -43,9 +43,15 @@ pub fn two_writers_append_and_create<C: ContractBackend>(backend: &C) {
         let run = format!("run-{i}");
         let event = node.append("alice", "shared", &run, None).expect(201);
         let seq = event["event"]["seq"].as_u64().expect("seq");
-        assert!(acked.insert(seq, run).is_none(), "seq {seq} acknowledged twice");
+        assert!(
+            acked.insert(seq, run).is_none(),
+            "seq {seq} acknowledged twice"
+        );
     }
-    assert_eq!(acked.keys().copied().collect::<Vec<_>>(), (1..=20).collect::<Vec<_>>());
+    assert_eq!(
+        acked.keys().copied().collect::<Vec<_>>(),
+        (1..=20).collect::<Vec<_>>()
+    );
     // Each engine learns of the other's commits as a broker would tell it.
     gossip(&mut a, &mut b);
     gossip(&mut b, &mut a);
@@ -59,11 +65,13 @@ pub fn two_writers_append_and_create<C: ContractBackend>(backend: &C) {
     }
     // b caches "race" as absent, then a creates it: b's create is refused
     // by the store, reloaded, and answered as an idempotent repeat.
-    b.get("alice", "/v1/threads/race").expect_error(404, "not_found");
+    b.get("alice", "/v1/threads/race")
+        .expect_error(404, "not_found");
     a.create("alice", "race", None).expect(201);
     b.create("alice", "race", None).expect(200);
     // The same race with a different parent is a conflict.
-    b.get("alice", "/v1/threads/race-2").expect_error(404, "not_found");
+    b.get("alice", "/v1/threads/race-2")
+        .expect_error(404, "not_found");
     a.create("alice", "race-2", None).expect(201);
     b.create("alice", "race-2", Some("shared"))
         .expect_error(409, "conflict");

@@ -106,7 +106,11 @@ impl Host {
         let mut last = None;
         while let Some((batch, writes)) = self.held.pop_front() {
             let refused = self.store.apply(&[&writes]).unwrap();
-            assert_eq!(refused, [Vec::<crate::ThreadId>::new()], "one writer never conflicts");
+            assert_eq!(
+                refused,
+                [Vec::<crate::ThreadId>::new()],
+                "one writer never conflicts"
+            );
             last = Some(batch);
         }
         if let Some(batch) = last {

@@ -260,7 +260,13 @@ impl Threads {
 
 /// Sends one event frame; `pending` when it is not durable yet (so that it
 /// is dropped if its write is refused).
-fn send_event(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, event: &StoredEvent, pending: bool) {
+fn send_event(
+    cx: &mut Ctx<'_>,
+    conn: ConnId,
+    thread: &ThreadId,
+    event: &StoredEvent,
+    pending: bool,
+) {
     let out = Output::Send {
         conn,
         frame: codec::event(thread, &event.json),
