@@ -137,8 +137,10 @@ fn drain(engine: &mut WasmEngine, storage: &Storage) -> Vec<JsValue> {
     loop {
         loop {
             let out = engine.poll_output().unwrap();
+            if out.is_undefined() {
+                break;
+            }
             match text(&out, "kind").as_str() {
-                "" => break,
                 "read" => reads.push(out),
                 "persist" => batches.push(out),
                 _ => outputs.push(out),
@@ -507,10 +509,11 @@ fn a_silent_peer_is_dropped_without_a_close_code() {
         engine.tick(due).unwrap();
         loop {
             let out = engine.poll_output().unwrap();
-            match text(&out, "kind").as_str() {
-                "" => break,
-                "close" => close = Some(out),
-                _ => {}
+            if out.is_undefined() {
+                break;
+            }
+            if text(&out, "kind") == "close" {
+                close = Some(out);
             }
         }
         if close.is_some() {

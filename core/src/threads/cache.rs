@@ -146,11 +146,7 @@ impl Cache {
             }
             depth += 1;
         }
-        Ok(Some(effective_capabilities(
-            caller.admin,
-            own,
-            inherited,
-        )))
+        Ok(Some(effective_capabilities(caller.admin, own, inherited)))
     }
 
     /// Evicts least recently used entries until at most `capacity` remain,

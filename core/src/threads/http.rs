@@ -281,8 +281,10 @@ impl Threads {
                 let id = record.thread_id.clone();
                 after = Some(id.clone());
                 if !self.cache.knows(&id) {
-                    self.cache
-                        .put(id.clone(), Slot::Present(Box::new(ThreadState::from_record(record))));
+                    self.cache.put(
+                        id.clone(),
+                        Slot::Present(Box::new(ThreadState::from_record(record))),
+                    );
                 }
                 if !self.held(caller, &id)?.contains(Capability::ThreadRead) {
                     continue;

@@ -309,7 +309,9 @@ impl Threads {
                 if let Ok(ReadResult::Thread(record)) = &result {
                     if !self.cache.knows(&thread) {
                         let slot = match record {
-                            Some(record) => Slot::Present(Box::new(ThreadState::from_record(record.clone()))),
+                            Some(record) => {
+                                Slot::Present(Box::new(ThreadState::from_record(record.clone())))
+                            }
                             None => Slot::Absent,
                         };
                         self.cache.put(thread.clone(), slot);
@@ -359,7 +361,9 @@ impl Threads {
         match self.answers.get(&query) {
             Some(Ok(ReadResult::Thread(record))) => {
                 let slot = match record {
-                    Some(record) => Slot::Present(Box::new(ThreadState::from_record(record.clone()))),
+                    Some(record) => {
+                        Slot::Present(Box::new(ThreadState::from_record(record.clone())))
+                    }
                     None => Slot::Absent,
                 };
                 self.cache.put(id.clone(), slot);

@@ -153,6 +153,8 @@ pub struct Harness {
     reads: Vec<(ReadId, ReadQuery)>,
     /// `Some(state)`: reads complete in a pseudo-random order.
     shuffle: Option<u64>,
+    committed: Vec<(ThreadId, u64, u64)>,
+    hold_reads: bool,
     want_drained: BTreeSet<ConnId>,
     frames: HashMap<ConnId, Vec<Value>>,
     closes: HashMap<ConnId, u16>,
@@ -180,10 +182,18 @@ impl Harness {
 
     /// A harness over `store` (e.g. one left by another harness: a restart).
     pub fn over(config: Config, store: MemoryStore, now: Millis) -> Harness {
-        let engine = Engine::new(config, 7);
+        Harness::engine_over(config, store, now, 7)
+    }
+
+    /// A harness whose engine draws ids from `seed`, over `store`: several
+    /// of them over one store are engines sharing it, as cluster nodes do.
+    pub fn engine_over(config: Config, store: MemoryStore, now: Millis, seed: u64) -> Harness {
+        let engine = Engine::new(config, seed);
         Harness {
             reads: Vec::new(),
             shuffle: None,
+            committed: Vec::new(),
+            hold_reads: false,
             engine,
             store,
             now,
@@ -237,7 +247,7 @@ impl Harness {
             while let Some(out) = self.engine.poll_output() {
                 self.dispatch(out);
             }
-            if !self.reads.is_empty() {
+            if !self.reads.is_empty() && !self.hold_reads {
                 self.answer_one_read();
                 continue;
             }
@@ -400,20 +410,69 @@ impl Harness {
             let refused = self
                 .store
                 .apply(&[&writes])
-                .expect("the engine's writes apply");
-            assert_eq!(
-                refused,
-                [Vec::<ThreadId>::new()],
-                "one engine never conflicts"
-            );
-            last = Some(batch);
+                .expect("the engine's writes apply")
+                .remove(0);
+            for group in &writes.threads {
+                if !refused.contains(&group.thread_id) {
+                    let at = group.record.at();
+                    self.committed
+                        .push((group.thread_id.clone(), at.head_seq, at.version));
+                }
+            }
+            if refused.is_empty() {
+                last = Some(batch);
+                continue;
+            }
+            if let Some(batch) = last.take() {
+                self.engine
+                    .handle(self.now, Input::Persisted { batch })
+                    .expect("batch was issued");
+            }
+            let conflicts = Input::PersistFailed {
+                batch,
+                conflicts: refused,
+            };
+            self.engine
+                .handle(self.now, conflicts)
+                .expect("batch was issued");
         }
         if let Some(batch) = last {
             self.engine
                 .handle(self.now, Input::Persisted { batch })
                 .expect("batch was issued");
-            self.pump();
         }
+        self.pump();
+    }
+
+    /// Holds store reads back until [`Harness::release_reads`].
+    pub fn hold_reads(&mut self) {
+        self.hold_reads = true;
+    }
+
+    /// Reads asked for and not answered yet.
+    pub fn held_reads(&self) -> usize {
+        self.reads.len()
+    }
+
+    /// Stops holding reads and answers every pending one.
+    pub fn release_reads(&mut self) {
+        self.hold_reads = false;
+        self.pump();
+    }
+
+    /// What this engine committed since the last call: `(thread, head,
+    /// version)` as a broker would announce it.
+    pub fn take_committed(&mut self) -> Vec<(ThreadId, u64, u64)> {
+        std::mem::take(&mut self.committed)
+    }
+
+    /// Tells the engine another writer changed `thread`.
+    pub fn changed(&mut self, thread: &ThreadId, head_seq: u64, version: u64) {
+        self.input(Input::Changed {
+            thread: thread.clone(),
+            head_seq,
+            version,
+        });
     }
 
     /// Holds `WantDrained` requests until [`Harness::drain`].

@@ -1,0 +1,186 @@
+//! Two engines over one store, as cluster nodes: remote changes arrive as
+//! `Input::Changed` and reach local subscribers in seq order, once, with no
+//! gap, even when announcements are lost or both engines append.
+
+mod common;
+
+use bubble_core::store::MemoryStore;
+use bubble_core::{ConnId, Millis};
+use common::*;
+use serde_json::Value;
+
+fn pair() -> (Harness, Harness) {
+    let store = MemoryStore::default();
+    (
+        Harness::engine_over(config(), store.clone(), Millis(T0), 1),
+        Harness::engine_over(config(), store, Millis(T0), 2),
+    )
+}
+
+/// Tells `to` what `from` committed; `keep` picks which announcements
+/// arrive (a broker may lose some).
+fn gossip(from: &mut Harness, to: &mut Harness, keep: impl Fn(usize, usize) -> bool) {
+    let committed = from.take_committed();
+    let n = committed.len();
+    for (i, (thread, head, version)) in committed.into_iter().enumerate() {
+        if keep(i, n) {
+            to.changed(&thread, head, version);
+        }
+    }
+}
+
+fn event_seqs(frames: &[Value]) -> Vec<u64> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "thread.event")
+        .map(|f| f["event"]["seq"].as_u64().expect("seq"))
+        .collect()
+}
+
+fn subscribed(h: &mut Harness, who: &str, thread: &str) -> ConnId {
+    let conn = h.connect(who);
+    h.subscribe(conn, thread, Some(1));
+    conn
+}
+
+#[test]
+fn remote_appends_reach_local_subscribers_once_in_order() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    a.append_n("t", 3);
+    let on_b = subscribed(&mut b, "alice", "t");
+    let opened = b.frames(on_b);
+    assert_eq!(opened[0]["type"], "thread.subscription_opened");
+    assert_eq!(opened[0]["throughSeq"], 3);
+    let mut seen = event_seqs(&opened);
+    a.take_committed();
+
+    a.append_n("t", 5);
+    gossip(&mut a, &mut b, |_, _| true);
+    seen.extend(event_seqs(&b.frames(on_b)));
+    assert_eq!(seen, (1..=8).collect::<Vec<_>>());
+
+    // Lost announcements: only the last of four arrives.
+    a.append_n("t", 4);
+    gossip(&mut a, &mut b, |i, n| i + 1 == n);
+    seen.extend(event_seqs(&b.frames(on_b)));
+    assert_eq!(seen, (1..=12).collect::<Vec<_>>());
+
+    // Both engines append; b's cache is stale for a's last appends, so its
+    // writes are refused, reloaded and decided again.
+    let on_a = subscribed(&mut a, "alice", "t");
+    let mut seen_a = event_seqs(&a.frames(on_a));
+    for round in 0..4 {
+        a.append_n("t", 2);
+        b.append(ADMIN, "t", run_started(&format!("b-{round}")))
+            .expect(201);
+        gossip(&mut a, &mut b, |i, _| i % 2 == 0);
+        gossip(&mut b, &mut a, |_, _| true);
+    }
+    gossip(&mut a, &mut b, |_, _| true);
+    seen.extend(event_seqs(&b.frames(on_b)));
+    seen_a.extend(event_seqs(&a.frames(on_a)));
+    let head = b.thread("t")["headSeq"].as_u64().expect("head");
+    assert_eq!(head, 12 + 4 * 3);
+    assert_eq!(seen, (1..=head).collect::<Vec<_>>());
+    assert_eq!(seen_a, (1..=head).collect::<Vec<_>>());
+    assert_eq!(
+        event_seqs(
+            &a.history("t")
+                .into_iter()
+                .map(|e| serde_json::json!({"type": "thread.event", "event": e}))
+                .collect::<Vec<_>>()
+        ),
+        (1..=head).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_grant_revoked_elsewhere_ends_local_subscriptions() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    a.create_subthread("alice", "t.child", "t");
+    a.grant("t", "bob", "reader");
+    a.take_committed();
+    let on_t = subscribed(&mut b, "bob", "t");
+    let on_child = subscribed(&mut b, "bob", "t.child");
+    b.frames(on_t);
+    b.frames(on_child);
+    a.revoke("t", "bob");
+    gossip(&mut a, &mut b, |_, _| true);
+    for (conn, thread) in [(on_t, "t"), (on_child, "t.child")] {
+        let frames = b.frames(conn);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(frames[0]["type"], "error");
+        assert_eq!(frames[0]["threadId"], thread);
+        assert_eq!(frames[0]["code"], "not_found");
+        assert_eq!(frames[1]["type"], "thread.subscription_closed");
+        assert_eq!(frames[1]["reason"], "not_found");
+    }
+}
+
+#[test]
+fn completions_after_close_or_unsubscribe_are_ignored() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    a.append_n("t", 5);
+    b.hold_reads();
+    // The subscribe waits for the thread's record; the socket closes first.
+    let gone = b.connect("alice");
+    b.subscribe(gone, "t", Some(1));
+    assert!(b.held_reads() > 0);
+    b.disconnect(gone);
+    b.release_reads();
+    assert!(b.frames(gone).is_empty());
+
+    // A backlog page is in flight when the subscription ends.
+    let conn = b.connect("alice");
+    b.hold_reads();
+    b.subscribe(conn, "t", Some(1));
+    let opened = b.frames(conn);
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert_eq!(opened[0]["type"], "thread.subscription_opened");
+    b.unsubscribe(conn, "t");
+    b.release_reads();
+    assert!(b.frames(conn).is_empty());
+    // Subscribing again replays the whole backlog once.
+    b.subscribe(conn, "t", Some(1));
+    assert_eq!(event_seqs(&b.frames(conn)), [1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn frames_behind_a_waiting_frame_keep_their_order() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    a.append_n("t", 2);
+    b.hold_reads();
+    let conn = b.connect("alice");
+    b.subscribe(conn, "t", Some(1));
+    b.ws_append(conn, "t", run_started("live"));
+    b.send_text(conn, "[]");
+    assert!(b.frames(conn).is_empty(), "everything waits for the load");
+    b.release_reads();
+    let frames = b.frames(conn);
+    // The thread's frames keep the protocol's order; the error of the last
+    // frame is unscoped and may pass backlog events still being read.
+    let scoped: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["threadId"] == "t")
+        .map(|f| f["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        scoped,
+        [
+            "thread.subscription_opened",
+            "thread.event",
+            "thread.event",
+            "thread.event"
+        ],
+        "{frames:?}"
+    );
+    assert_eq!(frames[0]["throughSeq"], 2);
+    assert_eq!(event_seqs(&frames), [1, 2, 3]);
+    let errors: Vec<&Value> = frames.iter().filter(|f| f["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{frames:?}");
+    assert_eq!(errors[0]["code"], "invalid_request");
+}
