@@ -296,6 +296,31 @@ impl WasmEngine {
         self.handle(now_ms, Input::ReadDone { read, result })
     }
 
+    /// Another engine over the same storage committed to `thread`: its
+    /// record is now at `headSeq` and `version` (the record's string token).
+    /// What a broker between engines reports; a lone engine never needs it.
+    pub fn changed(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        thread: &str,
+        #[wasm_bindgen(js_name = headSeq)] head_seq: f64,
+        version: &str,
+    ) -> Result<(), JsValue> {
+        let thread = ThreadId::parse(thread).map_err(|e| js::error("invalid_thread_id", e))?;
+        let version = version
+            .parse()
+            .map_err(|e| js::error("invalid_version", e))?;
+        let head_seq = head_seq as u64;
+        self.handle(
+            now_ms,
+            Input::Changed {
+                thread,
+                head_seq,
+                version,
+            },
+        )
+    }
+
     /// The deadline from `pollTimeout` passed (early ticks are harmless).
     pub fn tick(&mut self, #[wasm_bindgen(js_name = nowMs)] now_ms: f64) -> Result<(), JsValue> {
         self.handle(now_ms, Input::Tick)

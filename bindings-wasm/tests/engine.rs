@@ -423,6 +423,35 @@ fn a_refused_group_is_read_again_and_decided_again() {
 }
 
 #[wasm_bindgen_test]
+fn a_change_heard_from_another_engine_reads_the_thread_again() {
+    let storage = Storage::default();
+    let mut engine = WasmEngine::new(CONFIG, 1.0).unwrap();
+    http(
+        &mut engine,
+        &storage,
+        "POST",
+        "/v1/threads",
+        r#"{"threadId":"t-1"}"#,
+    );
+    assert!(engine.poll_output().unwrap().is_undefined());
+
+    engine
+        .changed(NOW, "t-1", 1.0, "9223372036854775807")
+        .unwrap();
+    let read = next(&mut engine, "read");
+    assert_eq!(text(&get(&read, "query"), "kind"), "thread");
+    assert_eq!(text(&get(&read, "query"), "threadId"), "t-1");
+
+    let err = engine
+        .changed(NOW, "t-1", 1.0, "not a number")
+        .err()
+        .unwrap();
+    assert_eq!(text(&err, "code"), "invalid_version");
+    let err = engine.changed(NOW, "no spaces", 1.0, "1").err().unwrap();
+    assert_eq!(text(&err, "code"), "invalid_thread_id");
+}
+
+#[wasm_bindgen_test]
 fn a_failed_or_unreadable_read_answers_internal() {
     let mut engine = WasmEngine::new(CONFIG, 1.0).unwrap();
     create_request(&mut engine, "t-1");

@@ -129,6 +129,15 @@ export class BubbleHost {
     );
   }
 
+  /**
+   * Another engine over the same storage committed to `threadId`, whose
+   * record is now at `headSeq` and `version` (for a broker between engines:
+   * it can learn of commits from the `t/<threadId>` records they put).
+   */
+  changed(threadId, headSeq, version) {
+    this.#drive((now) => this.#engine.changed(now, threadId, headSeq, version));
+  }
+
   /** Closes every socket (1001) and stops the timer. */
   shutdown() {
     for (const entry of this.#sockets.values()) this.#close(entry, 1001);

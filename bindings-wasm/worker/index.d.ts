@@ -85,6 +85,8 @@ export class BubbleHost {
     onAnswer: (answer: HttpAnswer) => void,
   ): void;
   channelHandshake(appKey: string | null): Response | null;
+  /** Another engine over the same storage committed to `threadId` (for a broker between engines). */
+  changed(threadId: string, headSeq: number, version: string): void;
   openThreads(socket: HostSocket, token: string | null): HostConnection;
   openChannels(socket: HostSocket, appKey: string, protocol2: boolean): HostConnection;
   shutdown(): void;

@@ -87,7 +87,7 @@ test('a storage that answers late and out of order changes nothing', { timeout: 
   }
 });
 
-test('a group refused for a stale version is decided again', async () => {
+test('a group refused for a stale version is decided again; a change heard makes it read again', async () => {
   // Two engines over one storage, as two isolates would be: the second one
   // caches the thread, the first appends, the second's append then expects
   // a version that is gone and is refused, reloaded and decided again.
@@ -101,10 +101,13 @@ test('a group refused for a stale version is decided again', async () => {
   const second = await two.fetch(json('POST', '/v1/threads/shared/events', { type: 'run_started', runId: 'two' }));
   assert.equal(second.status, 201);
   assert.equal((await second.json()).event.seq, 2);
-  // (`one` hears of the other's commits only through a broker, which this
-  // host has not: a third engine reads what is stored.)
-  const three = await createBubble({ config: CONFIG, seed: 3, storage });
-  const page = await (await three.fetch(json('GET', '/v1/threads/shared/events'))).json();
+  // `one` hears of the other's commit only through a broker; told, it reads
+  // the thread again.
+  const stale = await (await one.fetch(json('GET', '/v1/threads/shared'))).json();
+  assert.equal(stale.headSeq, 1);
+  const { headSeq, version } = JSON.parse(storage.get('t/shared'));
+  one.host.changed('shared', headSeq, version);
+  const page = await (await one.fetch(json('GET', '/v1/threads/shared/events'))).json();
   assert.deepEqual(page.events.map((e) => [e.seq, e.runId]), [[1, 'one'], [2, 'two']]);
 });
 
