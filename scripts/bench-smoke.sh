@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 cargo build -q -p bubble-server -p bubble-bench
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
-timeout 600 target/debug/bubble-bench all --smoke --results "$results"
-for f in fanout-vs-nchan thread-fanout appends catchup idle; do
+timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results"
+for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history; do
   test -s "$results/$f.json" || { echo "missing result file $f.json" >&2; exit 1; }
 done
 echo "bench smoke: every scenario ran"

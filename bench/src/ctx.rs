@@ -31,6 +31,10 @@ pub struct Ctx {
     pub common_rate: Option<f64>,
     /// Pin Bubble after it started rather than from exec.
     pub pin_after_start: bool,
+    /// Concurrent history pagers (fanout-with-history).
+    pub pagers: usize,
+    /// Their pages/s, all together (`None`: as fast as answered).
+    pub page_rate: Option<f64>,
 }
 
 impl Ctx {

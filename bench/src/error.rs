@@ -12,6 +12,9 @@ pub enum BenchError {
     /// The publisher failed.
     #[error(transparent)]
     Publish(#[from] crate::publisher::PublishError),
+    /// Filling or paging thread histories failed.
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
     /// Setting up threads failed.
     #[error(transparent)]
     Setup(#[from] crate::proto::SetupError),

@@ -8,6 +8,7 @@
 mod clock;
 mod ctx;
 mod error;
+mod history;
 mod http;
 mod limits;
 mod pool;
@@ -46,7 +47,10 @@ enum Scenario {
     Catchup,
     /// 6: idle connections and server memory per connection.
     Idle,
-    /// Every scenario in turn (2 includes 1).
+    /// 7: thread fan-out while other clients page through long histories
+    /// over HTTP, both stores.
+    FanoutWithHistory,
+    /// Every scenario in turn (2 includes 1), 2 to 7.
     All,
 }
 
@@ -89,6 +93,13 @@ struct Args {
     /// Do not pin the server and the generator to separate cores.
     #[arg(long)]
     no_pin: bool,
+    /// Concurrent history pagers of fanout-with-history.
+    #[arg(long, default_value_t = 4)]
+    pagers: usize,
+    /// History pages/s of fanout-with-history's pagers, all together
+    /// (0: as fast as the server answers).
+    #[arg(long, default_value_t = 1000.0)]
+    page_rate: f64,
 }
 
 fn context(args: &Args) -> Ctx {
@@ -136,6 +147,8 @@ fn context(args: &Args) -> Ctx {
         pipeline: args.pipeline.max(1),
         common_rate: args.common_rate,
         pin_after_start: args.pin_after_start,
+        pagers: args.pagers.max(1),
+        page_rate: Some(args.page_rate).filter(|r| *r > 0.0),
         step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),
     }
 }
@@ -149,6 +162,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
         Scenario::Appends => scenarios::appends::scenario(ctx),
         Scenario::Catchup => scenarios::catchup::scenario(ctx),
         Scenario::Idle => scenarios::idle::scenario(ctx),
+        Scenario::FanoutWithHistory => scenarios::fanout_history::scenario(ctx),
         Scenario::All => {
             for s in [
                 Scenario::FanoutVsNchan,
@@ -156,6 +170,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
                 Scenario::Appends,
                 Scenario::Catchup,
                 Scenario::Idle,
+                Scenario::FanoutWithHistory,
             ] {
                 run(s, ctx)?;
             }

@@ -43,6 +43,8 @@ pub struct StepResult {
     pub p99_ms: f64,
     /// 99.9th percentile, ms.
     pub p999_ms: f64,
+    /// The slowest sample, ms.
+    pub max_ms: f64,
     /// Latency samples behind the percentiles.
     pub samples: u64,
     /// Scheduled send to HTTP answer, 99th percentile, ms.
@@ -79,13 +81,14 @@ impl StepResult {
     /// A one-line summary.
     pub fn line(&self) -> String {
         format!(
-            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms ack-p99 {:.2} ms server {:.2} cores (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
             self.target_rate,
             self.throughput,
             self.ratio,
             self.p50_ms,
             self.p99_ms,
             self.p999_ms,
+            self.max_ms,
             self.ack_p99_ms,
             self.server_cores,
             self.server_wait,
@@ -118,12 +121,19 @@ pub fn loadavg() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn percentiles(h: &hdrhistogram::Histogram<u64>) -> (f64, f64, f64, u64) {
+/// p50, p99, p99.9 and max in ms, and the number of samples.
+fn percentiles(h: &hdrhistogram::Histogram<u64>) -> (f64, f64, f64, f64, u64) {
     if h.is_empty() {
-        return (0.0, 0.0, 0.0, 0);
+        return (0.0, 0.0, 0.0, 0.0, 0);
     }
     let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-    (ms(0.5), ms(0.99), ms(0.999), h.len())
+    (
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        h.max() as f64 / 1000.0,
+        h.len(),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -149,7 +159,7 @@ fn judge(
     } else {
         completed as f64 / expected as f64
     };
-    let (p50, p99, p999, samples) = percentiles(hist);
+    let (p50, p99, p999, max, samples) = percentiles(hist);
     let late_share = if rep.scheduled == 0 {
         0.0
     } else {
@@ -175,6 +185,7 @@ fn judge(
         p50_ms: p50,
         p99_ms: p99,
         p999_ms: p999,
+        max_ms: max,
         samples,
         ack_p99_ms: percentiles(&rep.ack).1,
         server_cores: cores.0,
@@ -394,6 +405,7 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: if sustainable { 1.0 } else { 100.0 },
             p999_ms: 1.0,
+            max_ms: 1.0,
             samples: 1,
             ack_p99_ms: 1.0,
             server_cores: 0.5,

@@ -3,6 +3,7 @@
 pub mod appends;
 pub mod catchup;
 pub mod fanout;
+pub mod fanout_history;
 pub mod idle;
 pub mod thread_fanout;
 
