@@ -75,7 +75,7 @@ impl Threads {
             self.inflight.pop_front();
         }
         for thread in stale {
-            self.reload(cx, &thread);
+            self.refresh(cx, &thread);
         }
     }
 
@@ -152,17 +152,25 @@ impl Threads {
                 let Some(state) = self.cache.get_mut(thread) else {
                     return;
                 };
-                let known = state.durable();
-                if known.version == version || head_seq < known.head_seq {
+                if state.knows_version(version) || head_seq < state.durable().head_seq {
                     return;
                 }
-                if state.in_flight() {
-                    state.stale = true;
-                } else {
-                    self.reload(cx, thread);
-                }
+                self.refresh(cx, thread);
             }
         }
+    }
+
+    /// Reads `thread` again once nothing of ours is in flight on it (its
+    /// writes would be refused by then, or their outcome would tell).
+    pub(super) fn refresh(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
+        let writing = self.building.iter().any(|g| &g.thread_id == thread);
+        if let Some(state) = self.cache.get_mut(thread) {
+            if writing || state.in_flight() {
+                state.stale = true;
+                return;
+            }
+        }
+        self.reload(cx, thread);
     }
 
     /// Forgets `thread` and reads it again; its subscriptions resume from

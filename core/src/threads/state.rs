@@ -113,6 +113,14 @@ impl ThreadState {
         self.durable
     }
 
+    /// Whether `version` is one this engine decided or knows to be durable
+    /// (a broker echoing our own commit).
+    pub(crate) fn knows_version(&self, version: u64) -> bool {
+        self.durable.version == version
+            || self.version == version
+            || self.commits.iter().any(|(_, at)| at.version == version)
+    }
+
     /// Writes of this thread are in flight (decided, not yet durable).
     pub(crate) fn in_flight(&self) -> bool {
         !self.commits.is_empty()

@@ -330,7 +330,7 @@ impl Threads {
                     self.resume(cx, op);
                 }
                 if refresh {
-                    self.reload(cx, &thread);
+                    self.refresh(cx, &thread);
                 }
             }
             Waiter::Work { op, query } => {
