@@ -9,6 +9,7 @@
 //! can be dropped before anyone sees them.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use crate::ids::{BatchId, ThreadId};
 use crate::io::Output;
@@ -19,8 +20,9 @@ use crate::store::Batch;
 pub(crate) enum Tag {
     /// Nothing: released with its fence whatever happens.
     Plain,
-    /// Carries event `seq` of `thread`, which may be refused.
-    Event { thread: ThreadId, seq: u64 },
+    /// Carries event `seq` of `thread`, which may be refused (the thread id
+    /// is shared by every recipient's tag).
+    Event { thread: Arc<ThreadId>, seq: u64 },
     /// Answers operation `op`, which may be decided again.
     Op(u64),
 }

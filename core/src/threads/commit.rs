@@ -110,7 +110,7 @@ impl Threads {
         cx.out.discard(|tag| match tag {
             Tag::Plain => false,
             Tag::Op(id) => rerun_ids.contains(id),
-            Tag::Event { thread, seq } => durable.iter().any(|(t, d)| t == thread && seq > d),
+            Tag::Event { thread, seq } => durable.iter().any(|(t, d)| t == &**thread && seq > d),
         });
         for threads in self.batches.values_mut() {
             threads.retain(|t| !doomed.contains(t));

@@ -9,6 +9,8 @@
 //! subscriptions are rewound to what they were sent that is durable and
 //! replay from there.
 
+use std::sync::Arc;
+
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{ConnId, ReadId, ThreadId};
@@ -154,6 +156,7 @@ impl Threads {
             return;
         };
         let mut frame = None;
+        let mut tagged = None;
         for conn in subscribers {
             let Some(sub) = self
                 .sockets
@@ -166,13 +169,14 @@ impl Threads {
             if sub.live && sub.next == event.seq {
                 sub.next = event.seq + 1;
                 let frame = frame.get_or_insert_with(|| codec::event(thread, &event.json));
+                let tagged = tagged.get_or_insert_with(|| Arc::new(thread.clone()));
                 cx.out.push_tagged(
                     Output::Send {
                         conn: *conn,
                         frame: frame.clone(),
                     },
                     Tag::Event {
-                        thread: thread.clone(),
+                        thread: tagged.clone(),
                         seq: event.seq,
                     },
                 );
@@ -274,8 +278,8 @@ fn send_event(
     if pending {
         cx.out.push_tagged(
             out,
-            crate::outbox::Tag::Event {
-                thread: thread.clone(),
+            Tag::Event {
+                thread: Arc::new(thread.clone()),
                 seq: event.seq,
             },
         );
