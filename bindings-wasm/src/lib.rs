@@ -11,11 +11,15 @@
 //!   switch (out.kind) {
 //!     case 'send': sockets.get(out.conn).send(out.frame); break;
 //!     case 'respond': answer(out.req, out.status, out.contentType, out.body); break;
-//!     case 'read': storage.read(out.query).then((json) => engine.readDone(Date.now(), out.read, json)); break;
-//!     case 'persist': storage.commit(out.writes).then(() => engine.persisted(Date.now(), out.batch)); break;
+//!     case 'read': // answer from storage whenever it can, in any order (worker/storage.mjs)
+//!       answerRead(storage, out.query, (err, json) => engine.readDone(Date.now(), out.read, json));
+//!       break;
+//!     case 'persist': // commit in order, then persisted(now, batch) or persistFailed(now, batch, refused)
+//!       commitBatches(storage, [out.writes], (err, [refused]) => report(out.batch, refused));
+//!       break;
 //!     // 'ping', 'close', 'wantDrained'
 //!   }
-//! }
+//! }                                                        // and drain again after each completion
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -60,7 +60,7 @@ export async function startNative(config = CONFIG) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
-  const binary = process.env.BUBBLE_BIN ?? join(REPO, 'target/debug/bubble');
+  const binary = process.env.BUBBLE_BIN ?? join(resolve(REPO, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/bubble');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
   const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory', '--www', join(REPO, 'www')];
   const child = spawn(binary, args, {
