@@ -120,6 +120,15 @@ fn header_string(req: &axum::http::request::Parts, name: header::HeaderName) -> 
         .map(str::to_owned)
 }
 
+/// A header's value however it is spelled: bytes that are not UTF-8 become
+/// U+FFFD. For headers the engine validates itself (`Idempotency-Key`), so a
+/// malformed value is refused there instead of passing for a missing header.
+fn header_lossy(req: &axum::http::request::Parts, name: header::HeaderName) -> Option<String> {
+    req.headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
 fn decoded_path(raw: &str) -> String {
     percent_encoding::percent_decode_str(raw)
         .decode_utf8_lossy()
@@ -202,7 +211,7 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
         path,
         query: parts.uri.query().unwrap_or_default().to_owned(),
         authorization: header_string(&parts, header::AUTHORIZATION),
-        idempotency_key: header_string(&parts, header::HeaderName::from_static("idempotency-key")),
+        idempotency_key: header_lossy(&parts, header::HeaderName::from_static("idempotency-key")),
         body,
     };
     let (reply, response) = oneshot::channel();
