@@ -1,5 +1,5 @@
 //! The HTTP surface: engine routes, WebSocket endpoints, health and metrics,
-//! and the web page.
+//! and the web page (built into the binary; see [`page`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use crate::driver::{Command, OwnedRequest};
 use crate::store::Probe;
 
 mod ops;
+mod page;
 
 /// What every handler shares.
 pub(crate) struct Host {
@@ -37,7 +38,7 @@ pub(crate) struct Host {
     pub(crate) probe: Probe,
     /// Socket tasks, awaited at shutdown.
     pub(crate) sockets: TaskTracker,
-    /// The web page's directory, when it exists.
+    /// A directory served at `/` instead of the built-in page (`--www`).
     pub(crate) www: Option<PathBuf>,
     next_conn: AtomicU64,
 }
@@ -141,7 +142,7 @@ async fn fallback(State(host): State<Arc<Host>>, req: Request) -> Response {
     if is_engine_route(&path) {
         engine_route(host, path, req).await
     } else {
-        static_file(&host, req).await
+        static_file(&host, &path, req).await
     }
 }
 
@@ -229,18 +230,13 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
     }
 }
 
-async fn static_file(host: &Host, req: Request) -> Response {
+async fn static_file(host: &Host, path: &str, req: Request) -> Response {
     match &host.www {
         Some(dir) => match ServeDir::new(dir).oneshot(req).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         },
-        None if req.uri().path() == "/" => (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "Bubble is running. The web page is not installed (see --www).\n",
-        )
-            .into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+        None => page::serve(req.method(), path, req.headers()),
     }
 }
 
