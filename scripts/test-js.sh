@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The JavaScript side: builds the wasm packages, runs the wasm-bindgen tests
-# in Node, then tests/js with node's test runner (both hosts agree, the AI SDK
-# round trip, the offline page in headless Chromium).
+# The JavaScript side: builds the wasm package for Node, runs the
+# wasm-bindgen tests in Node, then tests/js with node's test runner (both
+# hosts agree, the AI SDK round trip, the offline page in headless Chromium,
+# the README's run command on a fresh clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== wasm packages"
+echo "== wasm package (Node)"
 bindings-wasm/build.sh
 
 echo "== wasm-bindgen tests (Node)"
@@ -18,4 +19,11 @@ cargo build -q -p bubble-server --bin bubble
 echo "== node --test (tests/js)"
 mkdir -p test-output
 cd tests/js
-node --test --test-concurrency=1 --test-timeout=180000 ./*.test.mjs
+files=()
+for f in ./*.test.mjs; do
+  [ "$f" = ./readme-run.test.mjs ] || files+=("$f")
+done
+node --test --test-concurrency=1 --test-timeout=180000 "${files[@]}"
+
+echo "== the README's run command on a fresh clone (a release build; slow the first time)"
+node --test --test-timeout=1800000 ./readme-run.test.mjs

@@ -66,8 +66,8 @@ struct Args {
     /// The `bubble` binary (default: target/<profile>/bubble of this workspace).
     #[arg(long)]
     bubble: Option<PathBuf>,
-    /// The nchan config template (default: ../shared/bench/nchan-nginx.conf
-    /// from the repository root).
+    /// The nchan config template (default: bench/nchan-nginx.conf of this
+    /// workspace).
     #[arg(long)]
     nchan_conf: Option<PathBuf>,
     /// Where result files go (default: bench/results).
@@ -102,6 +102,11 @@ struct Args {
     page_rate: f64,
 }
 
+/// The nchan config template kept in this crate: `bench/nchan-nginx.conf`.
+fn default_nchan_conf() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("nchan-nginx.conf")
+}
+
 fn context(args: &Args) -> Ctx {
     let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let root = bench_dir
@@ -133,10 +138,7 @@ fn context(args: &Args) -> Ctx {
             .bubble
             .clone()
             .unwrap_or_else(|| target.join(profile).join("bubble")),
-        nchan_conf: args
-            .nchan_conf
-            .clone()
-            .unwrap_or_else(|| root.join("../shared/bench/nchan-nginx.conf")),
+        nchan_conf: args.nchan_conf.clone().unwrap_or_else(default_nchan_conf),
         results_dir: args
             .results
             .clone()
@@ -197,5 +199,32 @@ fn main() -> ExitCode {
             eprintln!("bubble-bench {:?}: {e}", args.scenario);
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_nchan_conf_is_in_the_tree() {
+        let conf = default_nchan_conf();
+        let bench_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            conf.starts_with(&bench_dir),
+            "{} is outside bench/",
+            conf.display()
+        );
+        let text = std::fs::read_to_string(&conf).expect("read bench/nchan-nginx.conf");
+        assert!(
+            text.contains("__RUN_DIR__"),
+            "the template has no __RUN_DIR__"
+        );
+        assert!(
+            text.contains(&format!("listen {};", servers::NCHAN_ADDR)),
+            "the template does not listen on {}",
+            servers::NCHAN_ADDR
+        );
+        assert!(text.contains("location ~ ^/pub/") && text.contains("location ~ ^/sub/"));
     }
 }

@@ -1,7 +1,8 @@
 //! Starting and stopping the servers under test: Bubble (the `bubble`
-//! binary with a generated config) and nginx + nchan (the shared config with
-//! its run directory filled in). Each is pinned to its own core and gets the
-//! raised open-files limit; each is stopped, by its process id, when dropped.
+//! binary with a generated config) and nginx + nchan (`bench/nchan-nginx.conf`
+//! with its run directory filled in). Each is pinned to its own core and gets
+//! the raised open-files limit; each is stopped, by its process id, when
+//! dropped.
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};

@@ -43,7 +43,8 @@ pub struct ServeArgs {
     /// Path of the threads WebSocket [default: /v1/ws].
     #[arg(long, env = "BUBBLE_WS_PATH", value_name = "PATH")]
     pub ws_path: Option<String>,
-    /// Directory of the web page served at / [default: ./www].
+    /// Serve the web page at / from this directory instead of the copy built
+    /// into the binary (for working on the page).
     #[arg(long, env = "BUBBLE_WWW", value_name = "DIR")]
     pub www: Option<PathBuf>,
 }

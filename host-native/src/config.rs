@@ -19,8 +19,8 @@ pub struct Settings {
     pub store: StoreSpec,
     /// Path of the threads WebSocket.
     pub ws_path: String,
-    /// Directory served at `/`.
-    pub www: PathBuf,
+    /// A directory served at `/` instead of the page built into the binary.
+    pub www: Option<PathBuf>,
     /// The engine's configuration.
     pub engine: Config,
     /// Whether the dev config is in use (no config file was given).
@@ -198,6 +198,13 @@ impl Settings {
                  other than / /socket /healthz /readyz /metrics and not under /v1/threads or /api/apps"
             )));
         }
+        let www = args.www.clone().or(file.www);
+        if let Some(dir) = www.as_ref().filter(|dir| !dir.is_dir()) {
+            return Err(ConfigError::Invalid(format!(
+                "www {:?} is not a directory (leave it unset to serve the built-in page)",
+                dir.display().to_string()
+            )));
+        }
         let heartbeat = file.heartbeat;
         let limits = file.limits;
         if limits.outbound_queue_frames == 0 {
@@ -237,11 +244,7 @@ impl Settings {
                 .unwrap_or_else(|| "127.0.0.1:3000".into()),
             store,
             ws_path,
-            www: args
-                .www
-                .clone()
-                .or(file.www)
-                .unwrap_or_else(|| PathBuf::from("./www")),
+            www,
             engine,
             dev,
         })
@@ -292,6 +295,20 @@ mod tests {
         assert_eq!(s.engine.auth.tokens.len(), 3);
         assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
         assert_eq!(s.engine.apps[0].key, "app-key");
+    }
+
+    #[test]
+    fn www_is_the_built_in_page_unless_a_directory_is_given() {
+        assert_eq!(Settings::load(&args()).unwrap().www, None);
+        let dir = tempfile::tempdir().unwrap();
+        let with = |www: PathBuf| ServeArgs {
+            www: Some(www),
+            ..args()
+        };
+        let s = Settings::load(&with(dir.path().to_owned())).unwrap();
+        assert_eq!(s.www.as_deref(), Some(dir.path()));
+        let err = Settings::load(&with(dir.path().join("missing"))).unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid(_)), "{err}");
     }
 
     #[test]

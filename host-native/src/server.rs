@@ -75,15 +75,14 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     let addr = listener
         .local_addr()
         .map_err(io("reading the bound address"))?;
-    let www = settings.www.is_dir().then(|| settings.www.clone());
-    if www.is_none() {
-        tracing::warn!(dir = %settings.www.display(), "web page directory not found; / serves a placeholder");
+    if let Some(dir) = &settings.www {
+        tracing::info!(dir = %dir.display(), "serving the web page from a directory");
     }
     let host = Arc::new(Host::new(
         running.inbox.clone(),
         settings.engine.limits.clone(),
         opened.probe,
-        www,
+        settings.www.clone(),
     ));
     let app = http::router(host.clone(), &settings.ws_path);
 

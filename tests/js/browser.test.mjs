@@ -9,8 +9,7 @@ import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { chromium } from 'playwright-core';
-
+import { launch } from './lib/chromium.mjs';
 import { http } from './lib/clients.mjs';
 import { REPO, startNative, TOKENS } from './lib/hosts.mjs';
 
@@ -55,20 +54,6 @@ function timelines(page) {
         .filter((x) => x !== null),
     })),
   );
-}
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-function launch() {
-  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }
 
 describe('offline page in headless Chromium', () => {

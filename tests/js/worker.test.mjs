@@ -9,7 +9,7 @@ import { test } from 'node:test';
 
 import worker, { createBubble, MemoryStorage } from '../../bindings-wasm/worker/index.mjs';
 import { checks, normalize } from './lib/checks.mjs';
-import { CONFIG, startWorker, TOKENS } from './lib/hosts.mjs';
+import { APP, CONFIG, startWorker, TOKENS } from './lib/hosts.mjs';
 import { failing, shuffled } from './lib/storages.mjs';
 
 const json = (method, path, body) =>
@@ -30,6 +30,41 @@ test('the default export answers engine routes from env config', async () => {
   const upgrade = await worker.fetch(new Request('https://bubble.example/socket?appKey=nope', { headers: { upgrade: 'websocket' } }), env);
   assert.equal(upgrade.status, 404);
   assert.equal(await upgrade.text(), 'Application not found');
+});
+
+test('Idempotency-Key values that are not printable ASCII are refused', async () => {
+  const bubble = await createBubble({ config: CONFIG, seed: 3 });
+  // Header values are byte strings: a UTF-8 key arrives one character per byte.
+  const utf8 = String.fromCharCode(...new TextEncoder().encode('café'));
+  const publish = (key) =>
+    bubble.fetch(
+      new Request(`https://bubble.example/api/apps/${APP.id}/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${APP.secret}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ channel: 'news', name: 'e' }),
+      }),
+    );
+  for (const key of ['café', utf8, 'a\tb']) {
+    const refused = await publish(key);
+    assert.equal(refused.status, 400, JSON.stringify(key));
+    assert.equal((await refused.json()).code, 'invalid_idempotency_key');
+  }
+  const append = (key) =>
+    bubble.fetch(
+      new Request('https://bubble.example/v1/threads/keys-1/events', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ type: 'run_started', runId: 'r-1' }),
+      }),
+    );
+  assert.equal((await bubble.fetch(json('POST', '/v1/threads', { threadId: 'keys-1' }))).status, 201);
+  const refused = await append(utf8);
+  assert.equal(refused.status, 400);
+  assert.equal((await refused.json()).error.code, 'invalid_request');
+  assert.equal((await publish('order-1042-created')).status, 202);
+  const appended = await append('key-1');
+  assert.equal(appended.status, 201);
+  assert.equal((await appended.json()).event.seq, 1);
 });
 
 test('answers wait for the storage, and a new engine over it has the history', async () => {

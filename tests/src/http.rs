@@ -1,8 +1,11 @@
-//! A small HTTP/1.1 client returning `(status, JSON)`.
+//! A small HTTP/1.1 client returning `(status, JSON)`, and raw requests.
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::header::HeaderMap;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -178,4 +181,98 @@ impl HttpClient {
             .await
             .map_err(|_| format!("no response within {HANG_TIMEOUT:?}"))?
     }
+}
+
+/// Sends `request` byte for byte on a fresh connection to `addr` and reads
+/// the response, for requests an HTTP client refuses to write (header values
+/// that are not visible ASCII). The request should carry `Connection: close`;
+/// the body is read up to its `Content-Length`, or to the end of the stream.
+/// Blocking: call it from `spawn_blocking` in async tests.
+pub fn raw_request(addr: SocketAddr, request: &[u8]) -> HttpResponse {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream
+        .set_read_timeout(Some(HANG_TIMEOUT))
+        .expect("set read timeout");
+    stream.write_all(request).expect("write the raw request");
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(end) = find(&raw, b"\r\n\r\n") {
+            break end;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => panic!(
+                "the connection closed before a response head: {:?}",
+                String::from_utf8_lossy(&raw)
+            ),
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read the response: {e}"),
+        }
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"));
+    let mut headers = HeaderMap::new();
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':') {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.trim().as_bytes()),
+                HeaderValue::from_str(value.trim()),
+            ) {
+                headers.append(name, value);
+            }
+        }
+    }
+    let length = headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut body = raw.split_off(head_end + 4);
+    loop {
+        if length.is_some_and(|n| body.len() >= n) {
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => body.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("read the response body: {e}"),
+        }
+    }
+    if let Some(n) = length {
+        body.truncate(n);
+    }
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// The bytes of `POST path` with a bearer `token`, JSON `body`, the extra
+/// `headers` written verbatim (any bytes) and `Connection: close`, for
+/// [`raw_request`].
+pub fn raw_post(path: &str, token: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    )
+    .into_bytes();
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }

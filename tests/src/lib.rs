@@ -34,7 +34,7 @@ pub use config::{
     config_with_eve, ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, CAROL, DAVE, EVE, JWT_SECRET, ROOT,
     TEST_CONFIG,
 };
-pub use http::{HttpClient, HttpResponse};
+pub use http::{raw_post, raw_request, HttpClient, HttpResponse};
 pub use jwt::{hmac_sha256_hex, sign_jwt};
 pub use server::{Server, Store};
 /// A raw WebSocket message, for [`WsClient::send`].

@@ -77,6 +77,7 @@ impl Server {
             .env_remove("BUBBLE_WS_PATH")
             .env_remove("BUBBLE_STORE")
             .env_remove("BUBBLE_BROKER")
+            .env_remove("BUBBLE_WWW")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.try_clone().expect("clone log file")));

@@ -5,7 +5,9 @@ mod channels_common;
 
 use std::time::Duration;
 
-use bubble_tests::{HttpClient, Server, TEST_CONFIG};
+use bubble_tests::{
+    raw_post, raw_request, HttpClient, HttpResponse, Server, APP_SECRET, TEST_CONFIG,
+};
 use channels_common::*;
 use serde_json::{json, Value};
 
@@ -265,6 +267,57 @@ async fn idempotency_keys() {
         assert_eq!(res.json()["code"], "invalid_idempotency_key");
     }
     s.ws.expect_no_frame_within(QUIET).await;
+}
+
+/// `Idempotency-Key` bytes as written on the wire, past any HTTP client's
+/// own header checks; the publish answer.
+async fn publish_with_raw_key(server: &Server, key: &[u8], body: &Value) -> HttpResponse {
+    let request = raw_post(
+        &events_path(),
+        APP_SECRET,
+        &[("Idempotency-Key", key)],
+        body.to_string().as_bytes(),
+    );
+    let addr = server.addr();
+    tokio::task::spawn_blocking(move || raw_request(addr, &request))
+        .await
+        .expect("raw request task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_keys_that_are_not_ascii_are_refused() {
+    let server = Server::start(TEST_CONFIG);
+    let mut s = connect(&server).await;
+    subscribe(&mut s.ws, "news").await;
+    let body = json!({"channel": "news", "name": "e", "data": 1});
+
+    // UTF-8 "café", Latin-1 "café" (not UTF-8), a tab inside the key: each
+    // reaches the engine and is refused like any other malformed key.
+    for key in [&b"caf\xc3\xa9"[..], b"caf\xe9", b"\xff", b"a\tb"] {
+        let res = publish_with_raw_key(&server, key, &body).await;
+        assert_eq!(res.status, 400, "key {key:?}: {}", res.text());
+        let answer = res.json();
+        assert_eq!(answer["code"], "invalid_idempotency_key", "{answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{answer}"
+        );
+    }
+    // Other control bytes never reach the engine: the HTTP parser refuses
+    // the request itself.
+    for key in [&b"a\x01b"[..], b"a\x7fb"] {
+        let res = publish_with_raw_key(&server, key, &body).await;
+        assert_eq!(res.status, 400, "key {key:?}: {}", res.text());
+    }
+    s.ws.expect_no_frame_within(QUIET).await;
+
+    // The server still publishes, with a key and without.
+    let res = publish_with_raw_key(&server, b"order-1042-created", &body).await;
+    assert_eq!(res.status, 202, "{}", res.text());
+    assert_eq!(res.json()["duplicate"], false);
+    assert_eq!(s.ws.recv_json().await, envelope("news", "e", &json!(1)));
+    publish(&server, &body).await;
+    assert_eq!(s.ws.recv_json().await, envelope("news", "e", &json!(1)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

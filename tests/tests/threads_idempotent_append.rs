@@ -7,7 +7,7 @@ use std::time::Duration;
 use bubble_tests::threads::{
     append, create_thread, error_code, expect_event, run_started, subscribe,
 };
-use bubble_tests::{Server, ALICE, TEST_CONFIG};
+use bubble_tests::{raw_post, raw_request, HttpResponse, Server, ALICE, TEST_CONFIG};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,4 +92,44 @@ async fn socket_repeat_appends_nothing() {
     assert_eq!(repeat["event"], event);
     append(&alice, "thread-1", &run_started("next")).await;
     expect_event(&mut ws, "thread-1", 2).await;
+}
+
+/// `POST path` as alice with `Idempotency-Key` written as these exact bytes.
+async fn append_with_raw_key(server: &Server, path: &str, key: &[u8]) -> HttpResponse {
+    let request = raw_post(
+        path,
+        ALICE,
+        &[("Idempotency-Key", key)],
+        run_started("r").to_string().as_bytes(),
+    );
+    let addr = server.addr();
+    tokio::task::spawn_blocking(move || raw_request(addr, &request))
+        .await
+        .expect("raw request task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_keys_that_are_not_ascii_are_refused() {
+    let server = Server::start(TEST_CONFIG);
+    let alice = server.http(ALICE);
+    create_thread(&alice, "thread-1").await;
+    let path = "/v1/threads/thread-1/events";
+
+    for key in [&b"caf\xc3\xa9"[..], b"caf\xe9", b"\xff", b"a\tb"] {
+        let res = append_with_raw_key(&server, path, key).await;
+        assert_eq!(res.status, 400, "key {key:?}: {}", res.text());
+        error_code(&res.json(), "invalid_request");
+    }
+    // Other control bytes are refused by the HTTP parser itself.
+    for key in [&b"a\x01b"[..], b"a\x7fb"] {
+        let res = append_with_raw_key(&server, path, key).await;
+        assert_eq!(res.status, 400, "key {key:?}: {}", res.text());
+    }
+
+    // Nothing was appended, and the server still appends.
+    let res = append_with_raw_key(&server, path, b"key-1").await;
+    assert_eq!(res.status, 201, "{}", res.text());
+    assert_eq!(res.json()["event"]["seq"], 1);
+    let next = append(&alice, "thread-1", &run_started("run-2")).await;
+    assert_eq!(next["seq"], 2);
 }

@@ -1,5 +1,5 @@
 //! The HTTP surface: engine routes, WebSocket endpoints, health and metrics,
-//! and the web page.
+//! and the web page (built into the binary; see [`page`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use crate::driver::{Command, OwnedRequest};
 use crate::store::Probe;
 
 mod ops;
+mod page;
 
 /// What every handler shares.
 pub(crate) struct Host {
@@ -37,7 +38,7 @@ pub(crate) struct Host {
     pub(crate) probe: Probe,
     /// Socket tasks, awaited at shutdown.
     pub(crate) sockets: TaskTracker,
-    /// The web page's directory, when it exists.
+    /// A directory served at `/` instead of the built-in page (`--www`).
     pub(crate) www: Option<PathBuf>,
     next_conn: AtomicU64,
 }
@@ -120,6 +121,15 @@ fn header_string(req: &axum::http::request::Parts, name: header::HeaderName) -> 
         .map(str::to_owned)
 }
 
+/// A header's value however it is spelled: bytes that are not UTF-8 become
+/// U+FFFD. For headers the engine validates itself (`Idempotency-Key`), so a
+/// malformed value is refused there instead of passing for a missing header.
+fn header_lossy(req: &axum::http::request::Parts, name: header::HeaderName) -> Option<String> {
+    req.headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
 fn decoded_path(raw: &str) -> String {
     percent_encoding::percent_decode_str(raw)
         .decode_utf8_lossy()
@@ -132,7 +142,7 @@ async fn fallback(State(host): State<Arc<Host>>, req: Request) -> Response {
     if is_engine_route(&path) {
         engine_route(host, path, req).await
     } else {
-        static_file(&host, req).await
+        static_file(&host, &path, req).await
     }
 }
 
@@ -202,7 +212,7 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
         path,
         query: parts.uri.query().unwrap_or_default().to_owned(),
         authorization: header_string(&parts, header::AUTHORIZATION),
-        idempotency_key: header_string(&parts, header::HeaderName::from_static("idempotency-key")),
+        idempotency_key: header_lossy(&parts, header::HeaderName::from_static("idempotency-key")),
         body,
     };
     let (reply, response) = oneshot::channel();
@@ -220,18 +230,13 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
     }
 }
 
-async fn static_file(host: &Host, req: Request) -> Response {
+async fn static_file(host: &Host, path: &str, req: Request) -> Response {
     match &host.www {
         Some(dir) => match ServeDir::new(dir).oneshot(req).await {
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         },
-        None if req.uri().path() == "/" => (
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "Bubble is running. The web page is not installed (see --www).\n",
-        )
-            .into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+        None => page::serve(req.method(), path, req.headers()),
     }
 }
 

@@ -55,14 +55,14 @@ export function toToml(config) {
   return `${lines.join('\n')}\n`;
 }
 
-/** `bubble serve` on an ephemeral port with an in-memory store, serving www/ at `/`. */
+/** `bubble serve` on an ephemeral port with an in-memory store (and its built-in page at `/`). */
 export async function startNative(config = CONFIG) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
   const binary = process.env.BUBBLE_BIN ?? join(resolve(REPO, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/bubble');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
-  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory', '--www', join(REPO, 'www')];
+  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory'];
   const child = spawn(binary, args, {
     cwd: dir,
     env,
