@@ -7,7 +7,7 @@ use js_sys::{Object, Reflect, JSON};
 use wasm_bindgen::JsValue;
 
 /// A `{key: value, …}` object.
-fn object(fields: &[(&str, JsValue)]) -> JsValue {
+pub(crate) fn object(fields: &[(&str, JsValue)]) -> JsValue {
     let obj = Object::new();
     for (key, value) in fields {
         // Setting a property on a fresh plain object cannot throw.

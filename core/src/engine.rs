@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::auth::Authenticator;
 use crate::channels::Channels;
 use crate::config::{Config, Limits};
+use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::idgen::IdGen;
@@ -52,10 +53,8 @@ pub enum Input<'a> {
     OpenChannels {
         /// The host's handle for the socket.
         conn: ConnId,
-        /// The `appKey` query parameter.
-        app_key: &'a str,
-        /// The acknowledgement mode.
-        protocol: ChannelProtocol,
+        /// The handshake the engine accepted (app and acknowledgement mode).
+        handshake: &'a AcceptedHandshake,
     },
     /// A data frame arrived.
     Frame {
@@ -80,7 +79,7 @@ pub enum Input<'a> {
         /// The socket.
         conn: ConnId,
     },
-    /// An HTTP request for an engine route ([`crate::http::is_engine_route`]).
+    /// An HTTP request the edge routed to the engine ([`crate::edge::Endpoint::Engine`]).
     Http {
         /// The host's handle, echoed in [`Output::Respond`].
         req: RequestId,
@@ -236,14 +235,10 @@ impl Engine {
                     .and_then(|t| self.auth.authenticate(t, now));
                 self.threads.open(&mut cx, conn, principal);
             }
-            Input::OpenChannels {
-                conn,
-                app_key,
-                protocol,
-            } => {
+            Input::OpenChannels { conn, handshake } => {
                 Self::register(&mut self.conns, conn, ConnKind::Channels)?;
                 self.heartbeats.open(now, conn);
-                self.channels.open(&mut cx, conn, app_key, protocol);
+                self.channels.open(&mut cx, conn, handshake);
             }
             Input::Frame { conn, frame } => {
                 cx.metrics.frames_in += 1;
@@ -270,10 +265,10 @@ impl Engine {
                 }
             }
             Input::Http { req, request } => {
-                if request.path.starts_with("/api/apps/") {
+                if crate::edge::engine_api(request.path) == Api::Channels {
                     self.channels.http(&mut cx, req, &request);
                 } else {
-                    let principal = crate::auth::bearer(request.authorization)
+                    let principal = crate::edge::bearer(request.authorization)
                         .and_then(|t| self.auth.authenticate(t, now));
                     self.threads
                         .http(&mut cx, &*self.store, req, principal, &request);
@@ -338,10 +333,14 @@ impl Engine {
             .min()
     }
 
-    /// Decides a `/socket` upgrade before it happens (SPEC §6): `Ok` to
-    /// upgrade, or the plain-text HTTP error to answer instead.
-    pub fn channel_handshake(&self, app_key: Option<&str>) -> Result<(), HttpResponse> {
-        self.channels.handshake(app_key)
+    /// Decides a `/socket` upgrade before it happens (SPEC §6): the
+    /// accepted handshake that [`Input::OpenChannels`] needs, or the
+    /// plain-text HTTP error to answer instead of upgrading.
+    pub fn channel_handshake(
+        &self,
+        upgrade: &ChannelsUpgrade,
+    ) -> Result<AcceptedHandshake, HttpResponse> {
+        self.channels.handshake(upgrade)
     }
 
     /// The engine's metrics.

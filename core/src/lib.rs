@@ -12,6 +12,11 @@
 //! 3. [`Engine::poll_timeout`] to re-arm one timer, delivering
 //!    [`Input::Tick`] when it fires.
 //!
+//! What a request means (which endpoint, its bearer, its query flags, its
+//! decoded path) is decided by [`edge::Edge::route`] before a host hands
+//! the engine anything; every host calls it, JavaScript included. Hosts pass
+//! their clock through a [`MonotonicNow`].
+//!
 //! Durability is an output: the engine asks for [`Write`](store::Write)
 //! batches, the host makes them durable (grouping as many as it likes into
 //! one commit) and reports [`Input::Persisted`]. Acknowledgements and
@@ -58,6 +63,7 @@ pub mod auth;
 pub mod channels;
 pub mod clock;
 pub mod config;
+pub mod edge;
 mod engine;
 pub mod error;
 mod heartbeat;
@@ -71,6 +77,7 @@ pub mod policy;
 pub mod store;
 mod threads;
 
+pub use clock::MonotonicNow;
 pub use config::{AppConfig, AuthConfig, Config, Heartbeat, Limits};
 pub use engine::{ChannelProtocol, Engine, Input, Misuse, Output, SharedFrame, WsFrame};
 pub use error::{BubbleError, ErrorCode};

@@ -64,7 +64,8 @@ const token = (id) => `sim-${id}`;
 const utf8 = new TextEncoder();
 
 export class World {
-  constructor(Engine, seed) {
+  /** `wasm`: the wasm module's classes (`Engine`, `Edge`, `MonotonicClock`). */
+  constructor(wasm, seed) {
     this.seed = String(seed);
     this.rng = seededRandom(this.seed);
     this.clock = new SimClock(START);
@@ -86,9 +87,12 @@ export class World {
           }),
       }),
     };
+    const config = this.#config();
     this.host = new BubbleHost(
-      new Engine(JSON.stringify(this.#config()), this.rng.seed53()),
+      wasm,
+      new wasm.Engine(JSON.stringify(config), this.rng.seed53()),
       {
+        config,
         storage,
         now: () => this.clock.now,
         setTimer: (fn, ms) => this.clock.after(ms, fn),

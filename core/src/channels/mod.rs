@@ -30,7 +30,8 @@ mod socket;
 mod tests;
 
 use crate::config::Config;
-use crate::engine::{ChannelProtocol, Ctx, WsFrame};
+use crate::edge::{AcceptedHandshake, ChannelsUpgrade};
+use crate::engine::{Ctx, WsFrame};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ConnId, Millis, RequestId};
 
@@ -56,8 +57,11 @@ impl Channels {
     }
 
     /// Decides a `/socket` upgrade (SPEC §6 handshake errors).
-    pub(crate) fn handshake(&self, app_key: Option<&str>) -> Result<(), HttpResponse> {
-        let Some(key) = app_key.filter(|k| !k.is_empty()) else {
+    pub(crate) fn handshake(
+        &self,
+        upgrade: &ChannelsUpgrade,
+    ) -> Result<AcceptedHandshake, HttpResponse> {
+        let Some(key) = upgrade.app_key.as_deref().filter(|k| !k.is_empty()) else {
             return Err(HttpResponse::text(400, "appKey is required"));
         };
         let Some(app) = self.registry.app_by_key(key) else {
@@ -68,23 +72,17 @@ impl Channels {
             response.retry_after = Some(FULL_RETRY_AFTER_S);
             return Err(response);
         }
-        Ok(())
+        Ok(AcceptedHandshake::new(app, upgrade.protocol))
     }
 
     /// A socket opened: send `pubb:connection_established`.
-    pub(crate) fn open(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        conn: ConnId,
-        app_key: &str,
-        protocol: ChannelProtocol,
-    ) {
+    pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, handshake: &AcceptedHandshake) {
         socket::open(
             &mut self.registry,
             cx,
             conn,
-            app_key,
-            protocol,
+            handshake.app(),
+            handshake.protocol(),
             self.activity_timeout_s,
         );
     }

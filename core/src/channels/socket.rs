@@ -22,7 +22,7 @@ pub(crate) const INVALID_CHANNEL: &str = "Invalid channel name";
 const CLOSE_TOO_BIG: u16 = 1009;
 /// Close code after the command rate is exceeded (policy violation).
 const CLOSE_POLICY: u16 = 1008;
-/// Close code for an unknown app key at open (the handshake should have refused it).
+/// Close code for a handshake naming no app of this engine (another engine's).
 const CLOSE_UNKNOWN_APP: u16 = 1008;
 /// Close code when the app filled up between handshake and open.
 const CLOSE_TRY_AGAIN: u16 = 1013;
@@ -32,17 +32,17 @@ pub(crate) fn open(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
     conn: ConnId,
-    app_key: &str,
+    app: AppIdx,
     protocol: ChannelProtocol,
     activity_timeout_s: u64,
 ) {
-    let Some(app) = reg.app_by_key(app_key) else {
+    if app >= reg.apps.len() {
         cx.out.push_unfenced(Output::Close {
             conn,
             code: CLOSE_UNKNOWN_APP,
         });
         return;
-    };
+    }
     if reg.apps[app].is_full() {
         cx.out.push_unfenced(Output::Close {
             conn,

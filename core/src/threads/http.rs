@@ -116,17 +116,8 @@ impl Threads {
     ) -> Result<HttpResponse, BubbleError> {
         let caller = caller?;
         let path = request.path;
-        let rest = path
-            .strip_prefix("/v1/threads")
-            .ok_or_else(|| no_route(path))?;
-        let segments: Vec<&str> = match rest {
-            "" => Vec::new(),
-            _ => rest
-                .strip_prefix('/')
-                .ok_or_else(|| no_route(path))?
-                .split('/')
-                .collect(),
-        };
+        let decoded = crate::edge::threads_segments(path)?.ok_or_else(|| no_route(path))?;
+        let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         if segments.iter().any(|s| s.is_empty()) {
             return Err(no_route(path));
         }
