@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import worker, { createBubble } from '../../bindings-wasm/worker/index.mjs';
-import { CONFIG, TOKENS } from './lib/hosts.mjs';
+import { http, wsBase, WsClient } from './lib/clients.mjs';
+import { EDGE_CONFIG } from './lib/edge-checks.mjs';
+import { CONFIG, TOKENS, startWorker } from './lib/hosts.mjs';
 
 const json = (method, path, body) =>
   new Request(`https://bubble.example${path}`, {
@@ -26,6 +28,27 @@ test('the default export answers engine routes from env config', async () => {
   const upgrade = await worker.fetch(new Request('https://bubble.example/socket?appKey=nope', { headers: { upgrade: 'websocket' } }), env);
   assert.equal(upgrade.status, 404);
   assert.equal(await upgrade.text(), 'Application not found');
+});
+
+test('a slow consumer gets what its queue held, never the frame that overflowed it', async (t) => {
+  // The Node host hands each frame to the socket as it is sent, and the
+  // engine queues a whole backlog page in one turn: with a queue of 4, the
+  // subscription's first four frames go out and the fifth closes it (1013).
+  const host = await startWorker(EDGE_CONFIG);
+  t.after(() => host.stop());
+  const alice = TOKENS.alice;
+  await http(host.url, 'POST', '/v1/threads', { token: alice, body: { threadId: 'slow-2' } });
+  for (let i = 1; i <= 10; i += 1) {
+    await http(host.url, 'POST', '/v1/threads/slow-2/events', { token: alice, body: { type: 'run_started', runId: `r-${i}` } });
+  }
+  const ws = await WsClient.connect(`${wsBase(host.url)}/v1/ws`, { token: alice });
+  ws.send({ type: 'thread.subscribe', threadId: 'slow-2', fromSeq: 1 });
+  const { code, frames } = await ws.closeCode();
+  assert.equal(code, 1013);
+  assert.deepEqual(
+    frames.map((f) => f.event?.seq ?? f.type),
+    ['thread.subscription_opened', 1, 2, 3],
+  );
 });
 
 test('answers wait for the storage, and its log restarts the engine', async () => {
