@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build -q -p bubble-wasm --target wasm32-unknown-unknown --profile release-wasm
-wasm=target/wasm32-unknown-unknown/release-wasm/bubble_wasm.wasm
+wasm=${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release-wasm/bubble_wasm.wasm
 
 for out in bindings-wasm/pkg www/pkg; do
   rm -rf "$out"
