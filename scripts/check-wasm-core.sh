@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -q -p bubble-core --target wasm32-unknown-unknown --release
 cargo build -q -p bubble-wasm --target wasm32-unknown-unknown --release
-module=target/wasm32-unknown-unknown/release/bubble_wasm.wasm
+module=${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/bubble_wasm.wasm
 if wasm-objdump -j Import -x "$module" | grep -E '<- env\.' ; then
   echo "error: $module imports from \"env\"" >&2
   exit 1

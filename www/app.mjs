@@ -1,7 +1,7 @@
 // The playground page: loads the engine (wasm), runs the offline world and
 // renders it; the live mode lives in live.mjs.
 
-import init, { Engine } from './pkg/bubble_wasm.js';
+import init, * as wasm from './pkg/bubble_wasm.js';
 import { startLive } from './live.mjs';
 import { CAST, THREADS, World } from './sim/world.mjs';
 import { el, Timeline } from './timeline.mjs';
@@ -157,7 +157,7 @@ function renderPresence(me) {
 
 function restart() {
   const seed = $('seed').value.trim() || '42';
-  world = new World(Engine, seed);
+  world = new World(wasm, seed);
   world.subscribe(onChange);
   world.setup();
   renderViewer();

@@ -11,7 +11,7 @@ use wasm_bindgen::JsValue;
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// A `{key: value, …}` object.
-fn object(fields: &[(&str, JsValue)]) -> JsValue {
+pub(crate) fn object(fields: &[(&str, JsValue)]) -> JsValue {
     let obj = Object::new();
     for (key, value) in fields {
         // Setting a property on a fresh plain object cannot throw.

@@ -23,6 +23,10 @@
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!
+//! What a request is comes from the core's edge, exported as the `Edge`
+//! class (`routeRequest`, `admitFrame`), and every `now` from a
+//! `MonotonicClock`; see `edge.rs`.
+//!
 //! The engine keeps no history: it asks for what it needs with `read`
 //! outputs and hands what must become durable to `persist` outputs, both as
 //! plain objects (see `index.d.ts` and the `wire` module for their JSON).
@@ -33,16 +37,20 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;
+mod edge;
 mod js;
 mod ts;
 mod wire;
 
+use bubble_core::edge::ChannelsUpgrade;
 use bubble_core::http::{HttpRequest, Method};
 use bubble_core::store::StoreError;
 use bubble_core::{
     BatchId, ChannelProtocol, ConnId, Input, Millis, Output, ReadId, RequestId, ThreadId, WsFrame,
 };
 use wasm_bindgen::prelude::*;
+
+pub use edge::{ChannelHandshake, MonotonicClock, WasmEdge};
 
 /// The engine, as a JavaScript class.
 #[wasm_bindgen(js_name = Engine)]
@@ -77,8 +85,9 @@ impl WasmEngine {
         })
     }
 
-    /// An HTTP request for an engine route (`/v1/threads…`, `/api/apps/…`);
-    /// the answer comes out as a `respond` output echoing `req`.
+    /// An HTTP request the edge routed to the engine (`/v1/threads…`,
+    /// `/api/apps/…`), with its raw path and query; the answer comes out as
+    /// a `respond` output echoing `req`.
     #[wasm_bindgen(js_name = handleHttp)]
     #[allow(clippy::too_many_arguments)]
     pub fn handle_http(
@@ -126,39 +135,43 @@ impl WasmEngine {
         )
     }
 
-    /// Decides a `/socket` upgrade: `null` to accept, or the plain-text
-    /// response `{status, contentType, body, retryAfter?}` to answer instead.
-    #[wasm_bindgen(js_name = channelHandshake, unchecked_return_type = "HttpAnswer | null")]
+    /// Decides a `/socket` upgrade (an `Edge.routeRequest` route of kind
+    /// `channelsSocket`): `{accepted}`, the handshake `openChannels`
+    /// consumes, or `{refused}`, the plain-text response to answer instead.
+    #[wasm_bindgen(js_name = channelHandshake, unchecked_return_type = "Handshake")]
     pub fn channel_handshake(
         &self,
         #[wasm_bindgen(js_name = appKey)] app_key: Option<String>,
+        protocol2: bool,
     ) -> JsValue {
-        match self.inner.channel_handshake(app_key.as_deref()) {
-            Ok(()) => JsValue::NULL,
-            Err(response) => js::response(response),
+        let upgrade = ChannelsUpgrade {
+            app_key,
+            protocol: if protocol2 {
+                ChannelProtocol::V2
+            } else {
+                ChannelProtocol::Legacy
+            },
+        };
+        match self.inner.channel_handshake(&upgrade) {
+            Ok(accepted) => js::object(&[("accepted", edge::ChannelHandshake(accepted).into())]),
+            Err(refusal) => js::object(&[("refused", js::response(refusal))]),
         }
     }
 
-    /// A `/socket` opened after `channelHandshake` accepted it.
+    /// A `/socket` opened after `channelHandshake` accepted it; consumes
+    /// the accepted handshake.
     #[wasm_bindgen(js_name = openChannels)]
     pub fn open_channels(
         &mut self,
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
         #[wasm_bindgen(js_name = conn)] conn_id: u32,
-        #[wasm_bindgen(js_name = appKey)] app_key: &str,
-        protocol2: bool,
+        handshake: edge::ChannelHandshake,
     ) -> Result<(), JsValue> {
-        let protocol = if protocol2 {
-            ChannelProtocol::V2
-        } else {
-            ChannelProtocol::Legacy
-        };
         self.handle(
             now_ms,
             Input::OpenChannels {
                 conn: conn(conn_id),
-                app_key,
-                protocol,
+                handshake: &handshake.0,
             },
         )
     }

@@ -8,7 +8,7 @@ const OUTPUT_TYPES: &str = r#"
 /** An answer to an HTTP request, or a refused `/socket` handshake. */
 export interface HttpAnswer {
   status: number;
-  contentType: "application/json" | "text/plain; charset=utf-8";
+  contentType: "application/json" | "text/plain; charset=utf-8" | "text/plain; version=0.0.4; charset=utf-8";
   body: string;
   /** Seconds, for the `Retry-After` header. */
   retryAfter?: number;

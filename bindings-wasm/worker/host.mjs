@@ -1,5 +1,8 @@
 // BubbleHost: drives the wasm engine for any JavaScript runtime. It owns the
-// sockets, the timer and the storage; the engine decides everything else.
+// sockets, the timer and the storage; the core decides everything else,
+// including what a request is (the wasm `Edge`: routes, bearer, query flags,
+// path decoding), when a reader is too slow, and the time the engine sees
+// (a `MonotonicClock` over the host's clock).
 //
 // After every input it drains `pollOutput()` to `undefined`. `read` outputs
 // go to the storage at once and their answers are fed back whenever they
@@ -10,32 +13,30 @@
 // The storage is any object in the shape of Durable Object storage (see
 // storage.mjs for the methods and the key layout); a MemoryStorage by default.
 //
-// Runtime adapters give it sockets of this shape:
+// Runtime adapters route each request with `route()`, then either `answer()`
+// it or, for a socket route, `upgrade()` it. They give the host sockets of
+// this shape:
 //   { send(text), ping(), close(code) (no code: drop without a close frame),
 //     queued() -> frames not yet written,
 //     flushed(callback) -> calls back once everything sent so far is written }
-// and report what the peer does through the connection object that
-// `openThreads` / `openChannels` return: text(data), binary(bytes), pong(), closed().
+// and report what the peer does through the connection object that `open`
+// returns: text(data), binary(bytes), pong(), closed().
 
 import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
 export { MemoryStorage };
 
-const ENGINE_PREFIXES = ['/v1/threads/', '/api/apps/'];
-
-/** Whether the engine answers `path` (mirrors bubble_core::http::is_engine_route). */
-export function isEngineRoute(path) {
-  return path === '/v1/threads' || ENGINE_PREFIXES.some((p) => path.startsWith(p));
-}
-
-/** The bearer token of an `Authorization` header value, or null. */
-export function bearerToken(header) {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  return match ? match[1] : null;
+/** Header `name` of a `Headers` object or of a plain object of lower-case names (Node's). */
+export function header(headers, name) {
+  const value = typeof headers?.get === 'function' ? headers.get(name) : headers?.[name];
+  return Array.isArray(value) ? value.join(', ') : value ?? undefined;
 }
 
 export class BubbleHost {
   #engine;
+  #edge;
+  #Edge;
+  #clock;
   #storage;
   #now;
   #setTimer;
@@ -52,80 +53,106 @@ export class BubbleHost {
   #pumping = false;
   #timer = null;
   #timerDue = null;
-  #queueLimit;
 
   /**
-   * Builds a host: `Engine` is the wasm class, `config` the JSON config
-   * (keys of bubble.toml), `storage` a Durable Object-shaped storage (a
-   * MemoryStorage when absent). Clock and timers may be replaced (the
-   * offline page runs on simulated time).
+   * Builds a host: `wasm` holds the wasm classes (`Engine`, `Edge`,
+   * `MonotonicClock`), `config` the JSON config (keys of bubble.toml),
+   * `storage` a Durable Object-shaped storage (a MemoryStorage when
+   * absent). Clock and timers may be replaced (the offline page runs on
+   * simulated time).
    */
-  static create(Engine, options = {}) {
-    const engine = new Engine(JSON.stringify(options.config ?? {}), options.seed ?? Date.now());
-    return new BubbleHost(engine, options);
+  static create(wasm, options = {}) {
+    const engine = new wasm.Engine(JSON.stringify(options.config ?? {}), options.seed ?? Date.now());
+    return new BubbleHost(wasm, engine, options);
   }
 
-  constructor(engine, options = {}) {
+  constructor(wasm, engine, options = {}) {
     this.#engine = engine;
+    this.#Edge = wasm.Edge;
+    this.#edge = new wasm.Edge(JSON.stringify(options.config ?? {}));
+    this.#clock = new wasm.MonotonicClock();
     this.#storage = options.storage ?? new MemoryStorage();
     this.#now = options.now ?? (() => Date.now());
     this.#setTimer = options.setTimer ?? ((fn, ms) => unrefTimer(setTimeout(fn, ms)));
     this.#clearTimer = options.clearTimer ?? ((handle) => clearTimeout(handle));
     this.#defer = options.defer ?? ((fn) => queueMicrotask(fn));
     this.#onError = options.onError ?? ((err) => console.error('bubble:', err));
-    this.#queueLimit = engine.limits().outbound_queue_frames;
-    this.wsPath = options.config?.ws_path ?? '/v1/ws';
+    this.wsPath = this.#edge.wsPath;
     this.limits = engine.limits();
   }
 
-  /** Answers an HTTP request for an engine route with a standard Response. */
-  async handleHttp(request) {
-    const url = new URL(request.url);
-    const body = new Uint8Array(await request.arrayBuffer());
-    const answer = await new Promise((resolve) =>
-      this.request(
-        {
-          method: request.method,
-          path: decodePath(url.pathname),
-          query: url.search.slice(1),
-          authorization: request.headers.get('authorization') ?? undefined,
-          idempotencyKey: request.headers.get('idempotency-key') ?? undefined,
-          body,
-        },
-        resolve,
-      ),
-    );
-    return toResponse(answer);
+  /**
+   * What a request is (a plain `Route` object, decided by the core): from
+   * its method, its raw path and query (without `?`) as they arrived, and
+   * its headers (a `Headers` or a plain object of lower-case names).
+   */
+  route({ method, path, query = '', headers }) {
+    return this.#edge.routeRequest(method, path, query, headers);
   }
 
   /**
-   * The same, without Request/Response: `onAnswer({status, contentType, body,
-   * retryAfter?})` is called as soon as the engine answers (synchronously
-   * when the storage answers synchronously).
+   * The answer `{status, contentType, body, retryAfter?}` to a request
+   * that is not upgraded: `route` from `route()`, `request` its method,
+   * path, query, headers and body bytes.
+   */
+  answer(route, { method, path, query = '', headers, body } = {}) {
+    switch (route.kind) {
+      case 'engine':
+        return new Promise((resolve) =>
+          this.request(
+            {
+              method,
+              path,
+              query,
+              authorization: header(headers, 'authorization'),
+              idempotencyKey: header(headers, 'idempotency-key'),
+              body,
+            },
+            resolve,
+          ),
+        );
+      case 'health':
+        return this.#Edge.healthy();
+      case 'ready':
+        return this.#Edge.ready();
+      case 'metrics':
+        return this.#engine.metricsResponse();
+      case 'page':
+        return this.#Edge.notFound();
+      case 'threadsSocket':
+      case 'channelsSocket':
+        // A socket route the runtime is not upgrading (no `Connection: upgrade`).
+        return this.#Edge.notAnUpgrade();
+      default:
+        return route;
+    }
+  }
+
+  /**
+   * Decides a socket route: `{open(socket) -> HostConnection}` to upgrade
+   * (for `/socket`, once the engine accepted the handshake), `{refused}`
+   * with the answer to send instead, or `null` when `route` is no socket.
+   */
+  upgrade(route) {
+    if (route.kind === 'threadsSocket') {
+      return { open: (socket) => this.#open(socket, (now, conn) => this.#engine.openThreads(now, conn, route.token ?? undefined)) };
+    }
+    if (route.kind !== 'channelsSocket') return null;
+    const { accepted, refused } = this.#engine.channelHandshake(route.appKey ?? undefined, route.protocol2);
+    if (refused) return { refused };
+    return { open: (socket) => this.#open(socket, (now, conn) => this.#engine.openChannels(now, conn, accepted)) };
+  }
+
+  /**
+   * An engine request (a route of kind `engine`; path and query raw):
+   * `onAnswer({status, contentType, body, retryAfter?})` is called as soon
+   * as the engine answers (synchronously when the storage answers synchronously).
    */
   request({ method, path, query = '', authorization, idempotencyKey, body = new Uint8Array() }, onAnswer) {
     const req = this.#nextReq++;
     this.#requests.set(req, onAnswer);
     this.#drive((now) =>
       this.#engine.handleHttp(now, req, method, path, query, authorization, idempotencyKey, body),
-    );
-  }
-
-  /** Decides a `/socket` upgrade: null to accept, else the Response to send. */
-  channelHandshake(appKey) {
-    const refusal = this.#engine.channelHandshake(appKey ?? undefined);
-    return refusal ? toResponse(refusal) : null;
-  }
-
-  /** A `/v1/ws` socket opened; returns the connection to report peer activity to. */
-  openThreads(socket, token) {
-    return this.#open(socket, (now, conn) => this.#engine.openThreads(now, conn, token ?? undefined));
-  }
-
-  /** A `/socket` opened (after `channelHandshake` accepted it). */
-  openChannels(socket, appKey, protocol2) {
-    return this.#open(socket, (now, conn) =>
-      this.#engine.openChannels(now, conn, appKey, Boolean(protocol2)),
     );
   }
 
@@ -163,6 +190,11 @@ export class BubbleHost {
     };
   }
 
+  // The host's clock as the engine must see it: never going backwards.
+  #time() {
+    return this.#clock.now(this.#now());
+  }
+
   // One input, then everything it caused. Inputs arriving while outputs are
   // being performed (a storage that answered at once) wait their turn.
   #drive(input) {
@@ -180,7 +212,7 @@ export class BubbleHost {
         const input = this.#inputs.shift();
         if (!input) break;
         try {
-          input(this.#now());
+          input(this.#time());
         } catch (err) {
           this.#onError(err);
         }
@@ -196,12 +228,15 @@ export class BubbleHost {
   #perform(out) {
     const entry = this.#sockets.get(out.conn);
     switch (out.kind) {
-      case 'send':
+      case 'send': {
         if (!entry || entry.closing) return;
-        entry.socket.send(out.frame);
-        // A reader that cannot keep up is closed rather than buffered without bound.
-        if (entry.socket.queued() > this.#queueLimit) this.#close(entry, 1013);
+        // A reader that cannot keep up is closed rather than buffered without
+        // bound; the frame that found its queue full is not sent.
+        const slow = this.#edge.admitFrame(entry.socket.queued());
+        if (slow === undefined) entry.socket.send(out.frame);
+        else this.#close(entry, slow);
         return;
+      }
       case 'ping':
         if (entry && !entry.closing) entry.socket.ping();
         return;
@@ -300,20 +335,19 @@ export class BubbleHost {
   }
 }
 
-function decodePath(path) {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return path;
-  }
-}
-
-// A response without a body (204) carries no Content-Type.
-function toResponse({ status, contentType, body, retryAfter }) {
+/** The headers and body (null when empty) to write for an answer. */
+export function answerParts({ status, contentType, body, retryAfter }) {
+  // A response without a body (204) carries no Content-Type.
   const empty = status === 204 || body === '';
   const headers = empty ? {} : { 'content-type': contentType };
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
-  return new Response(empty ? null : body, { status, headers });
+  return { status, headers, body: empty ? null : body };
+}
+
+/** An answer as a standard Response. */
+export function toResponse(answer) {
+  const { status, headers, body } = answerParts(answer);
+  return new Response(body, { status, headers });
 }
 
 function unrefTimer(handle) {

@@ -1,10 +1,38 @@
 // Types of the worker module (index.mjs, host.mjs, storage.mjs, node.mjs).
 // The engine's own types (Output, ReadQuery, Batch, ThreadRecord, Write,
-// HttpAnswer, Limits) are in ../pkg/bubble_wasm.d.ts.
+// HttpAnswer, Limits, Route, Handshake) are in ../pkg/bubble_wasm.d.ts.
 
-import type { Batch, Engine, HttpAnswer, Limits, ReadQuery } from '../pkg/bubble_wasm.js';
+import type {
+  Batch,
+  ChannelHandshake,
+  Edge,
+  Engine,
+  HttpAnswer,
+  Limits,
+  MonotonicClock,
+  ReadQuery,
+  Route,
+} from '../pkg/bubble_wasm.js';
 
 type MaybePromise<T> = T | PromiseLike<T>;
+
+/** The wasm module's classes a host is built from. */
+export interface BubbleWasm {
+  Engine: typeof Engine;
+  Edge: typeof Edge;
+  MonotonicClock: typeof MonotonicClock;
+  ChannelHandshake: typeof ChannelHandshake;
+}
+
+/** A request's raw parts: path and query (without `?`) as they arrived. */
+export interface RequestParts {
+  method: string;
+  path: string;
+  query?: string;
+  /** A `Headers`, or a plain object of lower-case names (Node's `req.headers`). */
+  headers?: Headers | Record<string, string | string[] | undefined>;
+  body?: Uint8Array;
+}
 
 /**
  * The host's storage, in the shape of Durable Object storage (a DO's
@@ -66,6 +94,7 @@ export interface HostOptions {
   /** JSON config with the keys of bubble.toml. */
   config?: Record<string, unknown>;
   seed?: number;
+  /** A Durable Object-shaped storage; a MemoryStorage when absent. */
   storage?: Storage;
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
@@ -75,32 +104,40 @@ export interface HostOptions {
 }
 
 export class BubbleHost {
-  static create(engine: typeof Engine, options?: HostOptions): BubbleHost;
-  constructor(engine: Engine, options?: HostOptions);
+  static create(wasm: BubbleWasm, options?: HostOptions): BubbleHost;
+  constructor(wasm: BubbleWasm, engine: Engine, options?: HostOptions);
   readonly wsPath: string;
   readonly limits: Limits;
-  handleHttp(request: Request): Promise<Response>;
+  /** What a request is, decided by the core's edge. */
+  route(request: RequestParts): Route;
+  /** The answer to a request that is not upgraded. */
+  answer(route: Route, request?: RequestParts): HttpAnswer | Promise<HttpAnswer>;
+  /** A socket route: open it, or send the refusal; `null` for other routes. */
+  upgrade(route: Route): { open(socket: HostSocket): HostConnection; refused?: undefined } | { open?: undefined; refused: HttpAnswer } | null;
+  /** An engine request below the edge (path and query raw); `onAnswer` gets the answer. */
   request(
     req: { method: string; path: string; query?: string; authorization?: string; idempotencyKey?: string; body?: Uint8Array },
     onAnswer: (answer: HttpAnswer) => void,
   ): void;
-  channelHandshake(appKey: string | null): Response | null;
   /** Another engine over the same storage committed to `threadId` (for a broker between engines). */
   changed(threadId: string, headSeq: number, version: string): void;
-  openThreads(socket: HostSocket, token: string | null): HostConnection;
-  openChannels(socket: HostSocket, appKey: string, protocol2: boolean): HostConnection;
   shutdown(): void;
 }
+
+/** Header `name` of a `Headers` or of a plain object of lower-case names. */
+export function header(headers: RequestParts['headers'], name: string): string | undefined;
+/** The status, headers and body (null when empty) to write for an answer. */
+export function answerParts(answer: HttpAnswer): { status: number; headers: Record<string, string>; body: string | null };
+/** An answer as a standard Response. */
+export function toResponse(answer: HttpAnswer): Response;
 
 export interface Bubble {
   host: BubbleHost;
   fetch(request: Request): Promise<Response>;
 }
 
-export function loadEngine(module?: WebAssembly.Module | BufferSource): Promise<typeof Engine>;
+export function loadEngine(module?: WebAssembly.Module | BufferSource): Promise<BubbleWasm>;
 export function createBubble(options?: HostOptions & { wasm?: WebAssembly.Module | BufferSource }): Promise<Bubble>;
-export function isEngineRoute(path: string): boolean;
-export function bearerToken(header: string | null | undefined): string | null;
 
 declare const worker: {
   fetch(request: Request, env?: { BUBBLE_CONFIG?: string | Record<string, unknown>; BUBBLE_WASM?: WebAssembly.Module }): Promise<Response>;

@@ -8,19 +8,19 @@
 // Configuration comes from `env.BUBBLE_CONFIG` (JSON with the keys of
 // bubble.toml, as a string or an object).
 
-import init, { Engine } from '../pkg/bubble_wasm.js';
-import { BubbleHost, bearerToken, isEngineRoute } from './host.mjs';
+import init, * as wasm from '../pkg/bubble_wasm.js';
+import { BubbleHost, answerParts, header, toResponse } from './host.mjs';
 import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
-export { BubbleHost, MemoryStorage, answerRead, bearerToken, commitBatches, isEngineRoute };
+export { BubbleHost, MemoryStorage, answerParts, answerRead, commitBatches, header, toResponse };
 
 let ready = null;
 
-/** Instantiates the wasm engine once per isolate. */
+/** Instantiates the wasm module once per isolate; resolves to its classes (`Engine`, `Edge`, …). */
 export function loadEngine(module) {
   ready ??= (async () => {
     await init({ module_or_path: await (module ?? wasmBytes()) });
-    return Engine;
+    return wasm;
   })();
   return ready;
 }
@@ -48,21 +48,16 @@ export async function createBubble(options = {}) {
   };
 }
 
-function route(host, request) {
+// The core's edge says what the request is; this only carries it out.
+async function route(host, request) {
   const url = new URL(request.url);
-  const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket';
-  if (upgrade && url.pathname === host.wsPath) {
-    const token = bearerToken(request.headers.get('authorization')) ?? url.searchParams.get('access_token');
-    return acceptPair((socket) => host.openThreads(socket, token));
-  }
-  if (upgrade && url.pathname === '/socket') {
-    const appKey = url.searchParams.get('appKey');
-    const refusal = host.channelHandshake(appKey);
-    if (refusal) return refusal;
-    return acceptPair((socket) => host.openChannels(socket, appKey, url.searchParams.get('protocol') === '2'));
-  }
-  if (isEngineRoute(url.pathname)) return host.handleHttp(request);
-  return new Response('Not Found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  const parts = { method: request.method, path: url.pathname, query: url.search.slice(1), headers: request.headers };
+  const route = host.route(parts);
+  const upgrade = host.upgrade(route);
+  if (upgrade?.refused) return toResponse(upgrade.refused);
+  if (upgrade) return acceptPair(upgrade.open);
+  const body = route.kind === 'engine' ? new Uint8Array(await request.arrayBuffer()) : undefined;
+  return toResponse(await host.answer(route, { ...parts, body }));
 }
 
 // Accepts a WebSocket with the runtime's WebSocketPair. Such runtimes answer

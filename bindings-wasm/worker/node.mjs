@@ -1,7 +1,7 @@
-// A small Node host for the worker module: node:http for requests (turned
-// into standard Request/Response and handed to the same `fetch`) and the
-// `ws` package for the two WebSocket endpoints. Pass ws's WebSocketServer in,
-// so this file needs no dependency of its own:
+// A small Node host for the worker module: node:http for requests and the
+// `ws` package for the two WebSocket endpoints; each request is routed by
+// the core's edge (through the host) from its raw path and query. Pass ws's
+// WebSocketServer in, so this file needs no dependency of its own:
 //
 //   import { WebSocketServer } from 'ws';
 //   import { createBubble } from './index.mjs';
@@ -9,9 +9,9 @@
 //   const bubble = await createBubble({ config });
 //   const { url } = await listen(bubble, { WebSocketServer, port: 3000 });
 
-import { createServer } from 'node:http';
+import { STATUS_CODES, createServer } from 'node:http';
 
-import { bearerToken } from './host.mjs';
+import { answerParts } from './host.mjs';
 
 /** Serves `bubble` on `hostname:port` (port 0: ephemeral); resolves to {server, url, close}. */
 export async function listen(bubble, { WebSocketServer, hostname = '127.0.0.1', port = 0 }) {
@@ -21,7 +21,7 @@ export async function listen(bubble, { WebSocketServer, hostname = '127.0.0.1', 
   const wss = new WebSocketServer({ noServer: true, maxPayload, perMessageDeflate: false });
 
   const server = createServer((req, res) => {
-    serveHttp(bubble, req, res).catch((err) => {
+    serveHttp(host, req, res).catch((err) => {
       console.error('bubble:', err);
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
       res.end('Internal error.');
@@ -29,24 +29,20 @@ export async function listen(bubble, { WebSocketServer, hostname = '127.0.0.1', 
   });
 
   server.on('upgrade', (req, socket, head) => {
-    const url = new URL(req.url, 'http://localhost');
-    let open;
-    if (url.pathname === host.wsPath) {
-      const token = bearerToken(req.headers.authorization) ?? url.searchParams.get('access_token');
-      open = (ws) => host.openThreads(ws, token);
-    } else if (url.pathname === '/socket') {
-      const appKey = url.searchParams.get('appKey');
-      const refusal = host.channelHandshake(appKey);
-      if (refusal) {
-        refuseUpgrade(socket, refusal);
-        return;
-      }
-      open = (ws) => host.openChannels(ws, appKey, url.searchParams.get('protocol') === '2');
+    const parts = requestParts(req);
+    const route = host.route(parts);
+    const upgrade = host.upgrade(route);
+    if (upgrade?.refused) {
+      writeRaw(socket, upgrade.refused);
+    } else if (upgrade) {
+      wss.handleUpgrade(req, socket, head, (ws) => attach(ws, upgrade.open));
     } else {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
+      // Not a socket endpoint: answered as the plain request it also is.
+      Promise.resolve(host.answer(route, { ...parts, body: new Uint8Array() })).then(
+        (answer) => writeRaw(socket, answer),
+        () => socket.destroy(),
+      );
     }
-    wss.handleUpgrade(req, socket, head, (ws) => attach(ws, open));
   });
 
   await new Promise((resolve, reject) => {
@@ -67,31 +63,46 @@ export async function listen(bubble, { WebSocketServer, hostname = '127.0.0.1', 
   };
 }
 
-async function serveHttp(bubble, req, res) {
-  const chunks = [];
-  for await (const chunk of req) chunks.push(chunk);
-  const body = Buffer.concat(chunks);
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+// The method, raw path and raw query of a request as it arrived, and its
+// headers: the core's edge reads them, so no URL parser rewrites the path
+// first (an absolute-form target is the only one parsed here).
+function requestParts(req) {
+  let target = req.url ?? '';
+  if (!target.startsWith('/')) {
+    try {
+      const url = new URL(target);
+      target = url.pathname + url.search;
+    } catch {
+      // `*` and the like: left as they are for the edge to refuse.
+    }
   }
-  const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && body.length > 0;
-  const request = new Request(new URL(req.url, `http://${req.headers.host ?? 'localhost'}`), {
+  const mark = target.indexOf('?');
+  return {
     method: req.method,
-    headers,
-    body: hasBody ? body : undefined,
-  });
-  const response = await bubble.fetch(request);
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  res.end(Buffer.from(await response.arrayBuffer()));
+    path: mark < 0 ? target : target.slice(0, mark),
+    query: mark < 0 ? '' : target.slice(mark + 1),
+    headers: req.headers,
+  };
 }
 
-async function refuseUpgrade(socket, response) {
-  const body = Buffer.from(await response.arrayBuffer());
-  const head = [`HTTP/1.1 ${response.status} ${response.statusText || 'Error'}`];
-  for (const [name, value] of response.headers) head.push(`${name}: ${value}`);
-  head.push(`Content-Length: ${body.length}`, 'Connection: close', '', '');
-  socket.end(Buffer.concat([Buffer.from(head.join('\r\n')), body]));
+async function serveHttp(host, req, res) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const parts = requestParts(req);
+  const answer = await host.answer(host.route(parts), { ...parts, body: new Uint8Array(Buffer.concat(chunks)) });
+  const { status, headers, body } = answerParts(answer);
+  res.writeHead(status, headers);
+  res.end(body ?? undefined);
+}
+
+// Answers on a raw socket (an upgrade request that is not upgraded).
+function writeRaw(socket, answer) {
+  const { status, headers, body } = answerParts(answer);
+  const bytes = Buffer.from(body ?? '');
+  const head = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`];
+  for (const [name, value] of Object.entries(headers)) head.push(`${name}: ${value}`);
+  head.push(`Content-Length: ${bytes.length}`, 'Connection: close', '', '');
+  socket.end(Buffer.concat([Buffer.from(head.join('\r\n')), bytes]));
 }
 
 // Wires one ws socket to the host: frames in, sends out, with a count of

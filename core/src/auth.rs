@@ -31,16 +31,6 @@ impl From<AuthError> for BubbleError {
     }
 }
 
-/// The token from an `Authorization: Bearer …` header value.
-pub fn bearer(header: Option<&str>) -> Result<&str, AuthError> {
-    let value = header.ok_or(AuthError::Missing)?;
-    let (scheme, token) = value.split_once(' ').ok_or(AuthError::Invalid)?;
-    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
-        return Err(AuthError::Invalid);
-    }
-    Ok(token.trim())
-}
-
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
@@ -165,13 +155,5 @@ mod tests {
             auth().authenticate(&forged, Millis(0)),
             Err(AuthError::Invalid)
         );
-    }
-
-    #[test]
-    fn bearer_header() {
-        assert_eq!(bearer(Some("Bearer abc")), Ok("abc"));
-        assert_eq!(bearer(Some("bearer abc")), Ok("abc"));
-        assert_eq!(bearer(Some("Basic abc")), Err(AuthError::Invalid));
-        assert_eq!(bearer(None), Err(AuthError::Missing));
     }
 }

@@ -1,4 +1,4 @@
-//! Formatting host-supplied time as RFC 3339.
+//! Host-supplied time: kept monotonic, and formatted as RFC 3339.
 
 use crate::ids::Millis;
 
@@ -15,9 +15,44 @@ pub fn rfc3339(now: Millis) -> String {
         .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned())
 }
 
+/// A host's clock as the engine must see it: never going backwards.
+///
+/// Hosts read a wall clock (`Date.now()`, `SystemTime::now()`), which may
+/// step back (NTP, a VM resumed). The engine's timers and rate windows
+/// assume time only moves forward, so every host passes each reading
+/// through one `MonotonicNow` and gives the engine what it returns: the
+/// reading, or the latest one seen when the reading is earlier.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MonotonicNow {
+    last: Millis,
+}
+
+impl MonotonicNow {
+    /// A clock that has seen no reading yet.
+    pub fn new() -> MonotonicNow {
+        MonotonicNow::default()
+    }
+
+    /// `wall`, clamped so that it is never earlier than a previous result.
+    pub fn now(&mut self, wall: Millis) -> Millis {
+        self.last = self.last.max(wall);
+        self.last
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn never_goes_backwards() {
+        let mut clock = MonotonicNow::new();
+        assert_eq!(clock.now(Millis(1_000)), Millis(1_000));
+        assert_eq!(clock.now(Millis(900)), Millis(1_000));
+        assert_eq!(clock.now(Millis(1_000)), Millis(1_000));
+        assert_eq!(clock.now(Millis(1_250)), Millis(1_250));
+        assert_eq!(clock.now(Millis(0)), Millis(1_250));
+    }
 
     #[test]
     fn formats_milliseconds_utc() {

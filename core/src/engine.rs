@@ -7,6 +7,7 @@ use crate::auth::Authenticator;
 use crate::channels::Channels;
 use crate::config::{Config, Limits};
 use crate::ctx::Ctx;
+use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::HttpResponse;
 use crate::idgen::IdGen;
@@ -94,14 +95,10 @@ impl Engine {
                     .and_then(|t| auth.authenticate(t, now));
                 threads.open(cx, conn, principal);
             }
-            Input::OpenChannels {
-                conn,
-                app_key,
-                protocol,
-            } => {
+            Input::OpenChannels { conn, handshake } => {
                 Self::register(conns, conn, ConnKind::Channels)?;
                 heartbeats.open(now, conn);
-                channels.open(cx, conn, app_key, protocol);
+                channels.open(cx, conn, handshake);
             }
             Input::Frame { conn, frame } => {
                 cx.metrics.frames_in += 1;
@@ -128,10 +125,10 @@ impl Engine {
                 }
             }
             Input::Http { req, request } => {
-                if request.path.starts_with("/api/apps/") {
+                if crate::edge::engine_api(request.path) == Api::Channels {
                     channels.http(cx, req, &request);
                 } else {
-                    let principal = crate::auth::bearer(request.authorization)
+                    let principal = crate::edge::bearer(request.authorization)
                         .and_then(|t| auth.authenticate(t, now));
                     threads.http(cx, req, principal, &request);
                 }
@@ -216,10 +213,14 @@ impl Engine {
             .min()
     }
 
-    /// Decides a `/socket` upgrade before it happens (SPEC §6): `Ok` to
-    /// upgrade, or the plain-text HTTP error to answer instead.
-    pub fn channel_handshake(&self, app_key: Option<&str>) -> Result<(), HttpResponse> {
-        self.channels.handshake(app_key)
+    /// Decides a `/socket` upgrade before it happens (SPEC §6): the
+    /// accepted handshake that [`Input::OpenChannels`] needs, or the
+    /// plain-text HTTP error to answer instead of upgrading.
+    pub fn channel_handshake(
+        &self,
+        upgrade: &ChannelsUpgrade,
+    ) -> Result<AcceptedHandshake, HttpResponse> {
+        self.channels.handshake(upgrade)
     }
 
     /// The engine's metrics.

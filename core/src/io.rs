@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::edge::AcceptedHandshake;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{BatchId, ConnId, ReadId, RequestId, ThreadId};
 use crate::store::{Batch, ReadQuery, ReadResult, StoreError};
@@ -73,10 +74,8 @@ pub enum Input<'a> {
     OpenChannels {
         /// The host's handle for the socket.
         conn: ConnId,
-        /// The `appKey` query parameter.
-        app_key: &'a str,
-        /// The acknowledgement mode.
-        protocol: ChannelProtocol,
+        /// The handshake the engine accepted (app and acknowledgement mode).
+        handshake: &'a AcceptedHandshake,
     },
     /// A data frame arrived.
     Frame {

@@ -14,6 +14,11 @@
 //! 3. [`Engine::poll_timeout`] to re-arm one timer, delivering
 //!    [`Input::Tick`] when it fires.
 //!
+//! What a request means (which endpoint, its bearer, its query flags, its
+//! decoded path) is decided by [`edge::Edge::route`] before a host hands
+//! the engine anything; every host calls it, JavaScript included. Hosts pass
+//! their clock through a [`MonotonicNow`].
+//!
 //! Storage is two outputs. [`Output::Read`] asks for durable data (an event
 //! range, an idempotency key, a thread record, a page of threads); the host
 //! answers with [`Input::ReadDone`] whenever the read completes, in any
@@ -72,6 +77,7 @@ pub mod channels;
 pub mod clock;
 pub mod config;
 mod ctx;
+pub mod edge;
 mod engine;
 pub mod error;
 mod heartbeat;
@@ -86,6 +92,7 @@ pub mod policy;
 pub mod store;
 mod threads;
 
+pub use clock::MonotonicNow;
 pub use config::{AppConfig, AuthConfig, Config, Heartbeat, Limits};
 pub use engine::Engine;
 pub use error::{BubbleError, ErrorCode};

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use bubble_core::edge::{Edge, DEFAULT_WS_PATH};
 use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId};
 use serde::Deserialize;
 
@@ -17,8 +18,8 @@ pub struct Settings {
     pub listen: String,
     /// The store.
     pub store: StoreSpec,
-    /// Path of the threads WebSocket.
-    pub ws_path: String,
+    /// The request edge, with the path of the threads WebSocket.
+    pub edge: Edge,
     /// A directory served at `/` instead of the page built into the binary.
     pub www: Option<PathBuf>,
     /// The engine's configuration.
@@ -109,9 +110,6 @@ struct FileApp {
     max_connections: Option<usize>,
 }
 
-/// Paths the server answers itself, which `ws_path` cannot take.
-const RESERVED_PATHS: [&str; 5] = ["/", "/socket", "/healthz", "/readyz", "/metrics"];
-
 /// The dev config's bearer tokens: `(token, principal)`.
 pub const DEV_TOKENS: [(&str, &str); 3] = [
     ("dev-alice", "alice"),
@@ -185,19 +183,10 @@ impl Settings {
         };
         let ws_path = args
             .ws_path
-            .clone()
-            .or(file.ws_path.clone())
-            .unwrap_or_else(|| "/v1/ws".into());
-        if !ws_path.starts_with('/')
-            || ws_path.contains(['?', '#', '{', '}', '*'])
-            || RESERVED_PATHS.contains(&ws_path.as_str())
-            || bubble_core::http::is_engine_route(&ws_path)
-        {
-            return Err(ConfigError::Invalid(format!(
-                "ws_path {ws_path:?} must be a plain path starting with '/', \
-                 other than / /socket /healthz /readyz /metrics and not under /v1/threads or /api/apps"
-            )));
-        }
+            .as_deref()
+            .or(file.ws_path.as_deref())
+            .unwrap_or(DEFAULT_WS_PATH);
+        let edge = Edge::new(ws_path).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let www = args.www.clone().or(file.www);
         if let Some(dir) = www.as_ref().filter(|dir| !dir.is_dir()) {
             return Err(ConfigError::Invalid(format!(
@@ -243,7 +232,7 @@ impl Settings {
                 .or(file.listen)
                 .unwrap_or_else(|| "127.0.0.1:3000".into()),
             store,
-            ws_path,
+            edge,
             www,
             engine,
             dev,
@@ -272,7 +261,7 @@ impl Settings {
             DEV_APP.1,
             DEV_APP.2,
             base.replacen("http", "ws", 1),
-            self.ws_path,
+            self.edge.ws_path(),
         )
     }
 }
@@ -291,7 +280,7 @@ mod tests {
         assert!(s.dev);
         assert_eq!(s.listen, "127.0.0.1:3000");
         assert_eq!(s.store, StoreSpec::default_sqlite());
-        assert_eq!(s.ws_path, "/v1/ws");
+        assert_eq!(s.edge.ws_path(), "/v1/ws");
         assert_eq!(s.engine.auth.tokens.len(), 3);
         assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
         assert_eq!(s.engine.apps[0].key, "app-key");
@@ -369,7 +358,14 @@ mod tests {
 
     #[test]
     fn ws_path_cannot_shadow_other_routes() {
-        for bad in ["/socket", "/healthz", "v1/ws", "/v1/threads/ws", "/ws/{id}"] {
+        for bad in [
+            "/socket",
+            "/healthz",
+            "v1/ws",
+            "/v1/threads/ws",
+            "/api/apps/ws",
+            "/ws?x",
+        ] {
             let mut a = args();
             a.ws_path = Some(bad.into());
             assert!(
@@ -379,7 +375,7 @@ mod tests {
         }
         let mut a = args();
         a.ws_path = Some("/ws".into());
-        assert_eq!(Settings::load(&a).unwrap().ws_path, "/ws");
+        assert_eq!(Settings::load(&a).unwrap().edge.ws_path(), "/ws");
     }
 
     #[test]

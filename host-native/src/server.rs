@@ -80,17 +80,18 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     }
     let host = Arc::new(Host::new(
         running.inbox.clone(),
+        settings.edge.clone(),
         settings.engine.limits.clone(),
         opened.probe,
         settings.www.clone(),
     ));
-    let app = http::router(host.clone(), &settings.ws_path);
+    let app = http::router(host.clone());
 
     let base = format!("http://{addr}");
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
-    tracing::info!(%addr, ws_path = %settings.ws_path, engine = ?home, "listening");
+    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, "listening");
     if settings.dev {
         eprintln!("{}", settings.dev_banner(&base));
     }

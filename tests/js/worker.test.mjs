@@ -1,14 +1,16 @@
 // The worker module on its own: the edge entry point configured from `env`,
-// and the storage the host supplies ("acknowledged means durable"; a new
-// engine over the same storage has the history; reads answered in any order
-// change nothing; a refused group is decided again; a failed read answers
-// `internal`).
+// a slow consumer closed as the core's edge decides, and the storage the
+// host supplies ("acknowledged means durable"; a new engine over the same
+// storage has the history; reads answered in any order change nothing; a
+// refused group is decided again; a failed read answers `internal`).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import worker, { createBubble, MemoryStorage } from '../../bindings-wasm/worker/index.mjs';
 import { checks, normalize } from './lib/checks.mjs';
+import { http, wsBase, WsClient } from './lib/clients.mjs';
+import { EDGE_CONFIG } from './lib/edge-checks.mjs';
 import { APP, CONFIG, startWorker, TOKENS } from './lib/hosts.mjs';
 import { failing, shuffled } from './lib/storages.mjs';
 
@@ -65,6 +67,27 @@ test('Idempotency-Key values that are not printable ASCII are refused', async ()
   const appended = await append('key-1');
   assert.equal(appended.status, 201);
   assert.equal((await appended.json()).event.seq, 1);
+});
+
+test('a slow consumer gets what its queue held, never the frame that overflowed it', async (t) => {
+  // The Node host hands each frame to the socket as it is sent, and the
+  // engine queues a whole backlog page in one turn: with a queue of 4, the
+  // subscription's first four frames go out and the fifth closes it (1013).
+  const host = await startWorker(EDGE_CONFIG);
+  t.after(() => host.stop());
+  const alice = TOKENS.alice;
+  await http(host.url, 'POST', '/v1/threads', { token: alice, body: { threadId: 'slow-2' } });
+  for (let i = 1; i <= 10; i += 1) {
+    await http(host.url, 'POST', '/v1/threads/slow-2/events', { token: alice, body: { type: 'run_started', runId: `r-${i}` } });
+  }
+  const ws = await WsClient.connect(`${wsBase(host.url)}/v1/ws`, { token: alice });
+  ws.send({ type: 'thread.subscribe', threadId: 'slow-2', fromSeq: 1 });
+  const { code, frames } = await ws.closeCode();
+  assert.equal(code, 1013);
+  assert.deepEqual(
+    frames.map((f) => f.event?.seq ?? f.type),
+    ['thread.subscription_opened', 1, 2, 3],
+  );
 });
 
 test('answers wait for the storage, and a new engine over it has the history', async () => {

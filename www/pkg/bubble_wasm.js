@@ -1,6 +1,141 @@
 /* @ts-self-types="./bubble_wasm.d.ts" */
 
 /**
+ * A `/socket` handshake the engine accepted; `openChannels` consumes it.
+ */
+export class ChannelHandshake {
+    static __wrap(ptr) {
+        const obj = Object.create(ChannelHandshake.prototype);
+        obj.__wbg_ptr = ptr;
+        ChannelHandshakeFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        ChannelHandshakeFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_channelhandshake_free(ptr, 0);
+    }
+}
+if (Symbol.dispose) ChannelHandshake.prototype[Symbol.dispose] = ChannelHandshake.prototype.free;
+
+/**
+ * The request edge of one host, as a JavaScript class.
+ */
+export class Edge {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        EdgeFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_edge_free(ptr, 0);
+    }
+    /**
+     * Whether one more frame may go to a socket with `outstanding` frames
+     * not yet written: `undefined`, or the close code of a slow consumer
+     * (the frame is then not sent, and the socket is closed at once).
+     * @param {number} outstanding
+     * @returns {number | undefined}
+     */
+    admitFrame(outstanding) {
+        const ret = wasm.edge_admitFrame(this.__wbg_ptr, outstanding);
+        return ret === 0xFFFFFF ? undefined : ret;
+    }
+    /**
+     * The `health` route's answer.
+     * @returns {HttpAnswer}
+     */
+    static healthy() {
+        const ret = wasm.edge_healthy();
+        return ret;
+    }
+    /**
+     * The edge of a host configured with `config` (the same JSON as the
+     * engine's; it reads `ws_path` and `limits`).
+     * @param {string} config
+     */
+    constructor(config) {
+        const ptr0 = passStringToWasm0(config, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.edge_new(ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        EdgeFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * `400`, for a socket route the runtime cannot upgrade (no `Connection: upgrade`).
+     * @returns {HttpAnswer}
+     */
+    static notAnUpgrade() {
+        const ret = wasm.edge_notAnUpgrade();
+        return ret;
+    }
+    /**
+     * `404`, for a `page` route on a host without a page.
+     * @returns {HttpAnswer}
+     */
+    static notFound() {
+        const ret = wasm.edge_notFound();
+        return ret;
+    }
+    /**
+     * The `ready` route's answer (an in-process engine is ready once it answers).
+     * @returns {HttpAnswer}
+     */
+    static ready() {
+        const ret = wasm.edge_ready();
+        return ret;
+    }
+    /**
+     * What a request is: `method`, the raw `path` and `query` (without
+     * `?`) as they arrived, and its `headers` (a `Headers` or a plain
+     * object of lower-case names).
+     * @param {string} method
+     * @param {string} path
+     * @param {string} query
+     * @param {any} headers
+     * @returns {Route}
+     */
+    routeRequest(method, path, query, headers) {
+        const ptr0 = passStringToWasm0(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ptr1 = passStringToWasm0(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len1 = WASM_VECTOR_LEN;
+        const ptr2 = passStringToWasm0(query, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len2 = WASM_VECTOR_LEN;
+        const ret = wasm.edge_routeRequest(this.__wbg_ptr, ptr0, len0, ptr1, len1, ptr2, len2, headers);
+        return ret;
+    }
+    /**
+     * The `/v1/ws` endpoint's path.
+     * @returns {string}
+     */
+    get wsPath() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const ret = wasm.edge_wsPath(this.__wbg_ptr);
+            deferred1_0 = ret[0];
+            deferred1_1 = ret[1];
+            return getStringFromWasm0(ret[0], ret[1]);
+        } finally {
+            wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+        }
+    }
+}
+if (Symbol.dispose) Edge.prototype[Symbol.dispose] = Edge.prototype.free;
+
+/**
  * The engine, as a JavaScript class.
  */
 export class Engine {
@@ -48,15 +183,17 @@ export class Engine {
         }
     }
     /**
-     * Decides a `/socket` upgrade: `null` to accept, or the plain-text
-     * response `{status, contentType, body, retryAfter?}` to answer instead.
-     * @param {string | null} [appKey]
-     * @returns {HttpAnswer | null}
+     * Decides a `/socket` upgrade (an `Edge.routeRequest` route of kind
+     * `channelsSocket`): `{accepted}`, the handshake `openChannels`
+     * consumes, or `{refused}`, the plain-text response to answer instead.
+     * @param {string | null | undefined} appKey
+     * @param {boolean} protocol2
+     * @returns {Handshake}
      */
-    channelHandshake(appKey) {
+    channelHandshake(appKey, protocol2) {
         var ptr0 = isLikeNone(appKey) ? 0 : passStringToWasm0(appKey, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         var len0 = WASM_VECTOR_LEN;
-        const ret = wasm.engine_channelHandshake(this.__wbg_ptr, ptr0, len0);
+        const ret = wasm.engine_channelHandshake(this.__wbg_ptr, ptr0, len0, protocol2);
         return ret;
     }
     /**
@@ -96,8 +233,9 @@ export class Engine {
         }
     }
     /**
-     * An HTTP request for an engine route (`/v1/threads…`, `/api/apps/…`);
-     * the answer comes out as a `respond` output echoing `req`.
+     * An HTTP request the edge routed to the engine (`/v1/threads…`,
+     * `/api/apps/…`), with its raw path and query; the answer comes out as
+     * a `respond` output echoing `req`.
      * @param {number} nowMs
      * @param {number} req
      * @param {string} method
@@ -137,6 +275,14 @@ export class Engine {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
+     * The `metrics` route's answer: the engine's metrics as Prometheus text.
+     * @returns {HttpAnswer}
+     */
+    metricsResponse() {
+        const ret = wasm.engine_metricsResponse(this.__wbg_ptr);
+        return ret;
+    }
+    /**
      * An engine from `config` (JSON with the keys of `bubble.toml`), drawing
      * ids and version tokens from `seed`. It starts empty: history comes
      * from the host's storage through `read` outputs.
@@ -155,16 +301,16 @@ export class Engine {
         return this;
     }
     /**
-     * A `/socket` opened after `channelHandshake` accepted it.
+     * A `/socket` opened after `channelHandshake` accepted it; consumes
+     * the accepted handshake.
      * @param {number} nowMs
      * @param {number} conn
-     * @param {string} appKey
-     * @param {boolean} protocol2
+     * @param {ChannelHandshake} handshake
      */
-    openChannels(nowMs, conn, appKey, protocol2) {
-        const ptr0 = passStringToWasm0(appKey, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.engine_openChannels(this.__wbg_ptr, nowMs, conn, ptr0, len0, protocol2);
+    openChannels(nowMs, conn, handshake) {
+        _assertClass(handshake, ChannelHandshake);
+        var ptr0 = handshake.__destroy_into_raw();
+        const ret = wasm.engine_openChannels(this.__wbg_ptr, nowMs, conn, ptr0);
         if (ret[1]) {
             throw takeFromExternrefTable0(ret[0]);
         }
@@ -285,9 +431,53 @@ export class Engine {
     }
 }
 if (Symbol.dispose) Engine.prototype[Symbol.dispose] = Engine.prototype.free;
+
+/**
+ * A host's wall clock, clamped so the engine never sees it go backwards.
+ */
+export class MonotonicClock {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        MonotonicClockFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_monotonicclock_free(ptr, 0);
+    }
+    /**
+     * A clock that has seen no reading yet.
+     */
+    constructor() {
+        const ret = wasm.monotonicclock_new();
+        this.__wbg_ptr = ret;
+        MonotonicClockFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * `wallMs` (e.g. `Date.now()`), or the latest result when it is earlier.
+     * @param {number} wallMs
+     * @returns {number}
+     */
+    now(wallMs) {
+        const ret = wasm.monotonicclock_now(this.__wbg_ptr, wallMs);
+        return ret;
+    }
+}
+if (Symbol.dispose) MonotonicClock.prototype[Symbol.dispose] = MonotonicClock.prototype.free;
 function __wbg_get_imports() {
     const import0 = {
         __proto__: null,
+        __wbg___wbindgen_is_function_1f9d30630b8b1d3d: function(arg0) {
+            const ret = typeof(arg0) === 'function';
+            return ret;
+        },
+        __wbg___wbindgen_is_object_3c45d4f2dde4e749: function(arg0) {
+            const val = arg0;
+            const ret = typeof(val) === 'object' && val !== null;
+            return ret;
+        },
         __wbg___wbindgen_string_get_0380ccaa2f57f0d9: function(arg0, arg1) {
             const obj = arg1;
             const ret = typeof(obj) === 'string' ? obj : undefined;
@@ -299,6 +489,18 @@ function __wbg_get_imports() {
         __wbg___wbindgen_throw_41e9ee4f547fc59a: function(arg0, arg1) {
             throw new Error(getStringFromWasm0(arg0, arg1));
         },
+        __wbg_call_187d372bd5fdd4aa: function() { return handleError(function (arg0, arg1, arg2) {
+            const ret = arg0.call(arg1, arg2);
+            return ret;
+        }, arguments); },
+        __wbg_channelhandshake_new: function(arg0) {
+            const ret = ChannelHandshake.__wrap(arg0);
+            return ret;
+        },
+        __wbg_get_31af05bd4842a84f: function() { return handleError(function (arg0, arg1) {
+            const ret = Reflect.get(arg0, arg1);
+            return ret;
+        }, arguments); },
         __wbg_new_343a093a3c2ffb4e: function(arg0, arg1) {
             const ret = new Error(getStringFromWasm0(arg0, arg1));
             return ret;
@@ -341,14 +543,29 @@ function __wbg_get_imports() {
     };
 }
 
+const ChannelHandshakeFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_channelhandshake_free(ptr, 1));
+const EdgeFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_edge_free(ptr, 1));
 const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_engine_free(ptr, 1));
+const MonotonicClockFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_monotonicclock_free(ptr, 1));
 
 function addToExternrefTable0(obj) {
     const idx = wasm.__externref_table_alloc();
     wasm.__wbindgen_externrefs.set(idx, obj);
     return idx;
+}
+
+function _assertClass(instance, klass) {
+    if (!(instance instanceof klass)) {
+        throw new Error(`expected instance of ${klass.name}`);
+    }
 }
 
 let cachedDataViewMemory0 = null;

@@ -8,7 +8,9 @@ const LATENCY_MS = 4;
 /**
  * Opens a socket of `kind` ('threads' | 'channels') and returns its client
  * end. `handlers.frame(obj)` gets each server frame, `handlers.close(code)`
- * the end of the connection.
+ * the end of the connection. The upgrade request goes through the host's
+ * edge like a browser's would: `/v1/ws?access_token=…` or
+ * `/socket?appKey=…&protocol=2`.
  */
 export function openSocket(clock, host, kind, options, handlers) {
   const state = { open: true, paused: false, inbox: [], waiters: [] };
@@ -38,10 +40,14 @@ export function openSocket(clock, host, kind, options, handlers) {
     queued: () => state.inbox.length,
     flushed: (callback) => (state.paused ? state.waiters.push(callback) : clock.after(LATENCY_MS, callback)),
   };
-  conn =
+  const [path, query] =
     kind === 'threads'
-      ? host.openThreads(serverEnd, options.token)
-      : host.openChannels(serverEnd, options.appKey, true);
+      ? ['/v1/ws', { access_token: options.token }]
+      : ['/socket', { appKey: options.appKey, protocol: '2' }];
+  const route = host.route({ method: 'GET', path, query: new URLSearchParams(query).toString(), headers: { upgrade: 'websocket' } });
+  const upgrade = host.upgrade(route);
+  if (!upgrade?.open) throw new Error(`the in-page host refused ${path}: ${upgrade?.refused?.body ?? route.kind}`);
+  conn = upgrade.open(serverEnd);
 
   return {
     get open() {

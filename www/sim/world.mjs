@@ -67,7 +67,8 @@ const token = (id) => `sim-${id}`;
 const utf8 = new TextEncoder();
 
 export class World {
-  constructor(Engine, seed) {
+  /** `wasm`: the wasm module's classes (`Engine`, `Edge`, `MonotonicClock`). */
+  constructor(wasm, seed) {
     this.seed = String(seed);
     this.rng = seededRandom(this.seed);
     this.clock = new SimClock(START);
@@ -75,9 +76,12 @@ export class World {
     this.busy = new Map();
     this.listeners = new Set();
     this.steps = 0;
+    const config = this.#config();
     this.host = new BubbleHost(
-      new Engine(JSON.stringify(this.#config()), this.rng.seed53()),
+      wasm,
+      new wasm.Engine(JSON.stringify(config), this.rng.seed53()),
       {
+        config,
         storage: onClock(this.store, this.clock, STORAGE_MS),
         now: () => this.clock.now,
         setTimer: (fn, ms) => this.clock.after(ms, fn),

@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::ctx::Ctx;
+use crate::edge::{bearer, channels_endpoint, ChannelsEndpoint as Endpoint};
 use crate::http::{HttpRequest, HttpResponse, Method};
 use crate::ids::RequestId;
 use crate::io::Output;
@@ -24,12 +25,6 @@ pub(crate) const AUTH_FIELDS_REQUIRED: &str = "socket_id and channel_name are re
 pub(crate) const AUTH_NOT_NEEDED: &str = "Channel does not require authentication";
 /// 400 from the auth endpoint: a presence channel without a valid `user_id`.
 pub(crate) const AUTH_USER_REQUIRED: &str = "user_id is required for presence channels";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Endpoint {
-    Auth,
-    Events,
-}
 
 /// Answers one `/api/apps/…` request.
 pub(crate) fn handle(
@@ -54,13 +49,13 @@ fn coded_error(status: u16, message: &str, code: &str) -> HttpResponse {
 }
 
 fn route(reg: &mut Registry, cx: &mut Ctx<'_>, request: &HttpRequest<'_>) -> HttpResponse {
-    let Some((app_id, endpoint)) = parse_path(request.path) else {
+    let Some((app_id, endpoint)) = channels_endpoint(request.path) else {
         return coded_error(404, "Not found", "not_found");
     };
     if request.method != Method::Post {
         return coded_error(405, "Method not allowed", "method_not_allowed");
     }
-    let Some(app) = reg.app_by_id(app_id) else {
+    let Some(app) = reg.app_by_id(&app_id) else {
         return error(404, APP_NOT_FOUND);
     };
     if !secret_matches(&reg.apps[app].config.secret, request.authorization) {
@@ -75,19 +70,8 @@ fn route(reg: &mut Registry, cx: &mut Ctx<'_>, request: &HttpRequest<'_>) -> Htt
     }
 }
 
-fn parse_path(path: &str) -> Option<(&str, Endpoint)> {
-    let rest = path.strip_prefix("/api/apps/")?;
-    let (app_id, endpoint) = rest.split_once('/')?;
-    let endpoint = match endpoint {
-        "auth" => Endpoint::Auth,
-        "events" => Endpoint::Events,
-        _ => return None,
-    };
-    (!app_id.is_empty()).then_some((app_id, endpoint))
-}
-
 fn secret_matches(secret: &str, authorization: Option<&str>) -> bool {
-    let Ok(given) = crate::auth::bearer(authorization) else {
+    let Ok(given) = bearer(authorization) else {
         return false;
     };
     given.as_bytes().ct_eq(secret.as_bytes()).into()
@@ -218,22 +202,6 @@ fn publish(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths() {
-        assert_eq!(
-            parse_path("/api/apps/app-1/auth"),
-            Some(("app-1", Endpoint::Auth))
-        );
-        assert_eq!(
-            parse_path("/api/apps/app-1/events"),
-            Some(("app-1", Endpoint::Events))
-        );
-        assert_eq!(parse_path("/api/apps/app-1/other"), None);
-        assert_eq!(parse_path("/api/apps//events"), None);
-        assert_eq!(parse_path("/api/apps/a/b/events"), None);
-        assert_eq!(parse_path("/api/apps/app-1"), None);
-    }
 
     #[test]
     fn secrets() {

@@ -31,9 +31,10 @@ mod tests;
 
 use crate::config::Config;
 use crate::ctx::Ctx;
+use crate::edge::{AcceptedHandshake, ChannelsUpgrade};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ConnId, Millis, RequestId};
-use crate::io::{ChannelProtocol, WsFrame};
+use crate::io::WsFrame;
 
 use registry::Registry;
 
@@ -57,8 +58,11 @@ impl Channels {
     }
 
     /// Decides a `/socket` upgrade (SPEC §6 handshake errors).
-    pub(crate) fn handshake(&self, app_key: Option<&str>) -> Result<(), HttpResponse> {
-        let Some(key) = app_key.filter(|k| !k.is_empty()) else {
+    pub(crate) fn handshake(
+        &self,
+        upgrade: &ChannelsUpgrade,
+    ) -> Result<AcceptedHandshake, HttpResponse> {
+        let Some(key) = upgrade.app_key.as_deref().filter(|k| !k.is_empty()) else {
             return Err(HttpResponse::text(400, "appKey is required"));
         };
         let Some(app) = self.registry.app_by_key(key) else {
@@ -69,23 +73,17 @@ impl Channels {
             response.retry_after = Some(FULL_RETRY_AFTER_S);
             return Err(response);
         }
-        Ok(())
+        Ok(AcceptedHandshake::new(app, upgrade.protocol))
     }
 
     /// A socket opened: send `pubb:connection_established`.
-    pub(crate) fn open(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        conn: ConnId,
-        app_key: &str,
-        protocol: ChannelProtocol,
-    ) {
+    pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, handshake: &AcceptedHandshake) {
         socket::open(
             &mut self.registry,
             cx,
             conn,
-            app_key,
-            protocol,
+            handshake.app(),
+            handshake.protocol(),
             self.activity_timeout_s,
         );
     }

@@ -29,7 +29,7 @@ pub(crate) enum SubscribeError {
     TooManyChannels(usize),
 }
 
-/// Close reason for an unknown app key at open (the handshake should have refused it).
+/// Close reason for a handshake naming no app of this engine (another engine's).
 const CLOSE_UNKNOWN_APP: CloseReason = CloseReason::Policy;
 /// Close reason when the app filled up between handshake and open.
 const CLOSE_APP_FULL: CloseReason = CloseReason::TryAgainLater;
@@ -39,17 +39,17 @@ pub(crate) fn open(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
     conn: ConnId,
-    app_key: &str,
+    app: AppIdx,
     protocol: ChannelProtocol,
     activity_timeout_s: u64,
 ) {
-    let Some(app) = reg.app_by_key(app_key) else {
+    if app >= reg.apps.len() {
         cx.out.push_unfenced(Output::Close {
             conn,
             reason: CLOSE_UNKNOWN_APP,
         });
         return;
-    };
+    }
     if reg.apps[app].is_full() {
         cx.out.push_unfenced(Output::Close {
             conn,

@@ -1,6 +1,7 @@
 //! HTTP requests and responses as the engine sees them: the host parses the
-//! transport, the engine routes `/v1/threads…` and `/api/apps/…` and decides
-//! every status and body.
+//! transport, [`crate::edge`] decides which requests are the engine's, and
+//! the engine routes `/v1/threads…` and `/api/apps/…` and decides every
+//! status and body.
 
 /// An HTTP method the engine routes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +39,9 @@ impl Method {
 pub struct HttpRequest<'a> {
     /// The method.
     pub method: Method,
-    /// The percent-decoded path, e.g. `/v1/threads/thread-1/events`.
+    /// The path as it arrived, still percent-encoded, e.g.
+    /// `/v1/threads/thread-1/events` (the engine decodes each segment with
+    /// the edge's rules).
     pub path: &'a str,
     /// The raw query string without `?` (may be empty).
     pub query: &'a str,
@@ -57,6 +60,8 @@ pub enum ContentType {
     Json,
     /// `text/plain; charset=utf-8`
     Text,
+    /// `text/plain; version=0.0.4; charset=utf-8` (Prometheus text exposition)
+    Metrics,
 }
 
 impl ContentType {
@@ -65,6 +70,7 @@ impl ContentType {
         match self {
             ContentType::Json => "application/json",
             ContentType::Text => "text/plain; charset=utf-8",
+            ContentType::Metrics => "text/plain; version=0.0.4; charset=utf-8",
         }
     }
 }
@@ -112,9 +118,4 @@ impl HttpResponse {
     pub fn error(err: &crate::BubbleError) -> HttpResponse {
         HttpResponse::json(err.code().http_status(), err.to_http_body())
     }
-}
-
-/// Whether the engine answers `path` (the host routes everything else).
-pub fn is_engine_route(path: &str) -> bool {
-    path == "/v1/threads" || path.starts_with("/v1/threads/") || path.starts_with("/api/apps/")
 }

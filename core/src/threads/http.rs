@@ -120,21 +120,14 @@ impl Threads {
     ) -> Result<HttpResponse, Step> {
         let caller = caller.clone();
         let path = request.path;
-        let rest = path
-            .strip_prefix("/v1/threads")
+        let decoded = crate::edge::threads_segments(path)
+            .map_err(BubbleError::from)?
             .ok_or_else(|| no_route(path))?;
-        let segments: Vec<&str> = match rest {
-            "" => Vec::new(),
-            _ => rest
-                .strip_prefix('/')
-                .ok_or_else(|| no_route(path))?
-                .split('/')
-                .collect(),
-        };
+        let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
         if segments.iter().any(|s| s.is_empty()) {
             return Err(no_route(path).into());
         }
-        let query = Query::parse(request.query)?;
+        let query = Query::parse(request.query).map_err(BubbleError::from)?;
         let body = request.body;
         let m = request.method;
         let thread = || ThreadId::parse(segments[0]);

@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bubble_core::http::HttpResponse;
-use bubble_core::store::{Backend, Batch, MemoryStore, ReadQuery, ReadResult};
+use bubble_core::store::{Backend, Batch, MemoryStore, ReadQuery, ReadResult, StoreError};
 use bubble_core::{
     BatchId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, ReadId, RequestId,
     ThreadId,
@@ -155,6 +155,8 @@ pub struct Harness {
     shuffle: Option<u64>,
     committed: Vec<(ThreadId, u64, u64)>,
     hold_reads: bool,
+    /// Reads that fail instead of being answered.
+    failing: Option<fn(&ReadQuery) -> bool>,
     want_drained: BTreeSet<ConnId>,
     frames: HashMap<ConnId, Vec<Value>>,
     closes: HashMap<ConnId, u16>,
@@ -194,6 +196,7 @@ impl Harness {
             shuffle: None,
             committed: Vec::new(),
             hold_reads: false,
+            failing: None,
             engine,
             store,
             now,
@@ -285,7 +288,10 @@ impl Harness {
             }
         };
         let (read, query) = self.reads.remove(pick);
-        let result = self.store.read(&query);
+        let result = match self.failing {
+            Some(fails) if fails(&query) => Err(StoreError("injected read failure".into())),
+            _ => self.store.read(&query),
+        };
         self.engine
             .handle(self.now, Input::ReadDone { read, result })
             .expect("read was asked for");
@@ -442,6 +448,11 @@ impl Harness {
                 .expect("batch was issued");
         }
         self.pump();
+    }
+
+    /// Fails every read `fails` picks (`None`: answer them all again).
+    pub fn fail_reads(&mut self, fails: Option<fn(&ReadQuery) -> bool>) {
+        self.failing = fails;
     }
 
     /// Holds store reads back until [`Harness::release_reads`].

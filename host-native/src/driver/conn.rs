@@ -11,6 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
+use bubble_core::edge::{OutboundLimit, SlowConsumer};
 use bubble_core::SharedFrame;
 
 use crate::ws::frame;
@@ -31,8 +32,8 @@ pub(crate) enum OutMsg {
 /// Why a message could not be queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum QueueError {
-    /// The queue is at capacity: a slow consumer.
-    Full,
+    /// The queue is at capacity: a slow consumer (the edge's decision).
+    Full(SlowConsumer),
     /// The socket's task is gone.
     Gone,
 }
@@ -70,7 +71,7 @@ impl State {
 #[derive(Debug)]
 pub(crate) struct Outbound {
     state: Mutex<State>,
-    capacity: usize,
+    limit: OutboundLimit,
 }
 
 /// What the socket's task takes from the queue in one turn.
@@ -183,9 +184,9 @@ impl Outbound {
             // Nothing follows a Close.
             return Ok(());
         }
-        if state.queued + state.writing >= self.capacity {
-            return Err(QueueError::Full);
-        }
+        self.limit
+            .admit(state.queued + state.writing)
+            .map_err(QueueError::Full)?;
         let was_idle = state.queued == 0 && !state.want_drained;
         match msg {
             OutMsg::Frame(text) => {
@@ -224,11 +225,11 @@ pub(crate) struct ConnHandle {
 }
 
 impl ConnHandle {
-    /// A handle and the socket task's end of its queue (`capacity` frames).
-    pub(crate) fn new(capacity: usize) -> (ConnHandle, Arc<Outbound>) {
+    /// A handle and the socket task's end of its queue, bounded by `limit`.
+    pub(crate) fn new(limit: OutboundLimit) -> (ConnHandle, Arc<Outbound>) {
         let out = Arc::new(Outbound {
             state: Mutex::new(State::default()),
-            capacity: capacity.max(1),
+            limit,
         });
         (ConnHandle { out: out.clone() }, out)
     }
@@ -268,7 +269,7 @@ mod tests {
 
     #[test]
     fn frames_queue_encoded_and_are_taken_at_once() {
-        let (handle, out) = ConnHandle::new(8);
+        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
         let mut into = Vec::new();
         assert_eq!(take(&out, &mut into), Poll::Pending);
         handle.push(OutMsg::Frame("ab".into())).unwrap();
@@ -286,14 +287,14 @@ mod tests {
 
     #[test]
     fn capacity_counts_frames_being_written() {
-        let (handle, out) = ConnHandle::new(2);
+        let (handle, out) = ConnHandle::new(OutboundLimit::frames(2));
         handle.push(OutMsg::Frame("a".into())).unwrap();
         let mut into = Vec::new();
         assert!(take(&out, &mut into).is_ready());
         handle.push(OutMsg::Frame("b".into())).unwrap();
         assert_eq!(
             handle.push(OutMsg::Frame("c".into())),
-            Err(QueueError::Full)
+            Err(QueueError::Full(SlowConsumer))
         );
         into.clear();
         out.written(&mut into);
@@ -302,7 +303,7 @@ mod tests {
 
     #[test]
     fn close_and_drained_ride_after_the_frames() {
-        let (handle, out) = ConnHandle::new(8);
+        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
         handle.push(OutMsg::WantDrained).unwrap();
         handle.close(1000);
         handle.push(OutMsg::Frame("late".into())).unwrap();
@@ -319,9 +320,9 @@ mod tests {
 
     #[test]
     fn kill_wins_and_keeps_the_first_code() {
-        let (handle, out) = ConnHandle::new(8);
+        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
         handle.push(OutMsg::Frame("a".into())).unwrap();
-        handle.kill(1013);
+        handle.kill(SlowConsumer.close_code());
         handle.close(1006);
         assert_eq!(take(&out, &mut Vec::new()), Poll::Ready(Turn::Kill(1013)));
         out.gone();

@@ -12,10 +12,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bubble_core::edge::{AcceptedHandshake, ChannelsUpgrade};
 use bubble_core::http::{HttpRequest, HttpResponse, Method};
 use bubble_core::store::{Backend, MemoryStore};
 use bubble_core::{
-    ChannelProtocol, Config, ConnId, Engine, Input, Millis, Output, RequestId, WsFrame,
+    Config, ConnId, Engine, Input, Millis, MonotonicNow, Output, RequestId, WsFrame,
 };
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -63,11 +64,10 @@ pub(crate) enum Command {
         token: Option<String>,
         handle: ConnHandle,
     },
-    /// A `/socket` was upgraded.
+    /// A `/socket` was upgraded after its handshake was accepted.
     OpenChannels {
         conn: ConnId,
-        app_key: String,
-        protocol: ChannelProtocol,
+        handshake: AcceptedHandshake,
         handle: ConnHandle,
     },
     /// A data frame arrived.
@@ -85,8 +85,8 @@ pub(crate) enum Command {
     },
     /// Decide a `/socket` upgrade.
     Handshake {
-        app_key: Option<String>,
-        reply: oneshot::Sender<Result<(), HttpResponse>>,
+        request: ChannelsUpgrade,
+        reply: oneshot::Sender<Result<AcceptedHandshake, HttpResponse>>,
     },
     /// Render the metrics.
     Metrics { reply: oneshot::Sender<String> },
@@ -126,7 +126,7 @@ struct Driver {
     persister: Persister,
     stats: Arc<Stats>,
     shutting_down: bool,
-    last_now: Millis,
+    clock: MonotonicNow,
     /// Sockets closed while dispatching, to report as `Closed`.
     closing: Vec<ConnId>,
     /// Outcomes of batches applied inline, to report in order.
@@ -178,9 +178,8 @@ impl EngineJoin {
     }
 }
 
-/// Starts the engine at `home` (it reads history through a blocking store
-/// and is not `Send`, so it stays where it is built) and, unless writes are
-/// applied inline, the persistence worker.
+/// Starts the engine at `home` and, unless the store is answered inline
+/// (memory), the persistence worker and the reader threads.
 pub(crate) fn spawn(
     home: Home,
     config: Config,
@@ -271,7 +270,7 @@ impl Driver {
             persister,
             stats,
             shutting_down: false,
-            last_now: Millis(0),
+            clock: MonotonicNow::new(),
             closing: Vec::new(),
             settled: Vec::new(),
             reads,
@@ -280,9 +279,7 @@ impl Driver {
     }
 
     fn now(&mut self) -> Millis {
-        // The engine's timers assume time never goes backwards.
-        self.last_now = self.last_now.max(wall_clock());
-        self.last_now
+        self.clock.now(wall_clock())
     }
 
     async fn run(mut self, mut channels: Channels) {
@@ -368,15 +365,13 @@ impl Driver {
             }
             Command::OpenChannels {
                 conn,
-                app_key,
-                protocol,
+                handshake,
                 handle,
             } => {
                 if self.admit(conn, handle) {
                     self.input(Input::OpenChannels {
                         conn,
-                        app_key: &app_key,
-                        protocol,
+                        handshake: &handshake,
                     });
                 }
             }
@@ -414,8 +409,8 @@ impl Driver {
                 };
                 self.input(Input::Http { req, request });
             }
-            Command::Handshake { app_key, reply } => {
-                let _ = reply.send(self.engine.channel_handshake(app_key.as_deref()));
+            Command::Handshake { request, reply } => {
+                let _ = reply.send(self.engine.channel_handshake(&request));
             }
             Command::Metrics { reply } => {
                 let mut text = self.engine.metrics().render_prometheus();
@@ -532,10 +527,11 @@ impl Driver {
         };
         match handle.push(msg) {
             Ok(()) => {}
-            Err(QueueError::Full) => {
+            Err(QueueError::Full(slow)) => {
                 // A slow consumer: close it rather than let its queue grow.
-                tracing::info!(conn = conn.0, "slow consumer: closing with 1013");
-                handle.kill(1013);
+                let code = slow.close_code();
+                tracing::info!(conn = conn.0, code, "slow consumer: closing");
+                handle.kill(code);
                 self.stats.slow_consumer();
                 self.conns.remove(&conn);
                 self.closing.push(conn);

@@ -1,5 +1,8 @@
-//! The HTTP surface: engine routes, WebSocket endpoints, health and metrics,
-//! and the web page (built into the binary; see [`page`]).
+//! The HTTP surface: every request goes through the core's request edge,
+//! which says what it is (an engine route, a WebSocket upgrade, health,
+//! readiness, metrics, the web page, or an answer to send at once); this
+//! module only carries out that decision. The page is built into the
+//! binary (see [`page`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,9 +14,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
-use bubble_core::http::{is_engine_route, HttpResponse, Method};
+use bubble_core::edge::{Edge, Endpoint, RequestHead};
+use bubble_core::http::{HttpResponse, Method};
 use bubble_core::{BubbleError, ConnId, Limits};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
@@ -32,6 +35,8 @@ mod page;
 pub(crate) struct Host {
     /// The engine's inbox.
     pub(crate) inbox: mpsc::Sender<Command>,
+    /// What each request is.
+    edge: Edge,
     /// The engine's limits (queue and message sizes).
     pub(crate) limits: Limits,
     /// Readiness probe of the store.
@@ -47,12 +52,14 @@ impl Host {
     /// Shared state for the handlers.
     pub(crate) fn new(
         inbox: mpsc::Sender<Command>,
+        edge: Edge,
         limits: Limits,
         probe: Probe,
         www: Option<PathBuf>,
     ) -> Host {
         Host {
             inbox,
+            edge,
             limits,
             probe,
             sockets: TaskTracker::new(),
@@ -75,15 +82,10 @@ impl Host {
     }
 }
 
-/// Every route, over `host`.
-pub(crate) fn router(host: Arc<Host>, ws_path: &str) -> Router {
+/// Every route, over `host`: one handler, routed by the edge.
+pub(crate) fn router(host: Arc<Host>) -> Router {
     Router::new()
-        .route(ws_path, get(crate::ws::threads))
-        .route("/socket", get(crate::ws::channels))
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .fallback(fallback)
+        .fallback(serve)
         .layer(middleware::from_fn(log_request))
         .with_state(host)
 }
@@ -130,20 +132,30 @@ fn header_lossy(req: &axum::http::request::Parts, name: header::HeaderName) -> O
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
-fn decoded_path(raw: &str) -> String {
-    percent_encoding::percent_decode_str(raw)
-        .decode_utf8_lossy()
-        .into_owned()
+/// Carries out what the edge decides `req` is.
+async fn serve(State(host): State<Arc<Host>>, req: Request) -> Response {
+    let endpoint = route(&host.edge, &req);
+    match endpoint {
+        Endpoint::Engine => engine_route(host, req).await,
+        Endpoint::ThreadsSocket { token } => crate::ws::threads(host, req, token),
+        Endpoint::ChannelsSocket(upgrade) => crate::ws::channels(host, req, upgrade).await,
+        Endpoint::Health => ops::healthz(),
+        Endpoint::Ready => ops::readyz(&host).await,
+        Endpoint::Metrics => ops::metrics(&host).await,
+        Endpoint::Page => static_file(&host, req).await,
+        Endpoint::Answer(answer) => respond(answer),
+    }
 }
 
-/// Engine routes go to the engine; everything else is the web page.
-async fn fallback(State(host): State<Arc<Host>>, req: Request) -> Response {
-    let path = decoded_path(req.uri().path());
-    if is_engine_route(&path) {
-        engine_route(host, path, req).await
-    } else {
-        static_file(&host, &path, req).await
-    }
+fn route(edge: &Edge, req: &Request) -> Endpoint {
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    edge.route(&RequestHead {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        query: req.uri().query().unwrap_or_default(),
+        authorization: header(header::AUTHORIZATION),
+        upgrade: header(header::UPGRADE),
+    })
 }
 
 fn too_large(limit: usize) -> Response {
@@ -187,7 +199,7 @@ async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
     }
 }
 
-async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
+async fn engine_route(host: Arc<Host>, req: Request) -> Response {
     let limit = host.body_limit();
     let (parts, body) = req.into_parts();
     let declared = parts
@@ -209,7 +221,7 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
     };
     let request = OwnedRequest {
         method: Method::parse(parts.method.as_str()),
-        path,
+        path: parts.uri.path().to_owned(),
         query: parts.uri.query().unwrap_or_default().to_owned(),
         authorization: header_string(&parts, header::AUTHORIZATION),
         idempotency_key: header_lossy(&parts, header::HeaderName::from_static("idempotency-key")),
@@ -230,13 +242,22 @@ async fn engine_route(host: Arc<Host>, path: String, req: Request) -> Response {
     }
 }
 
-async fn static_file(host: &Host, path: &str, req: Request) -> Response {
+/// A file of the web page, or the edge's `404`.
+async fn static_file(host: &Host, req: Request) -> Response {
     match &host.www {
         Some(dir) => match ServeDir::new(dir).oneshot(req).await {
+            Ok(response) if response.status() == StatusCode::NOT_FOUND => {
+                respond(bubble_core::edge::not_found())
+            }
             Ok(response) => response.into_response(),
             Err(never) => match never {},
         },
-        None => page::serve(req.method(), path, req.headers()),
+        None => match page::serve(req.method(), req.uri().path(), req.headers()) {
+            response if response.status() == StatusCode::NOT_FOUND => {
+                respond(bubble_core::edge::not_found())
+            }
+            response => response,
+        },
     }
 }
 

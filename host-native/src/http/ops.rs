@@ -1,37 +1,28 @@
 //! Health, readiness and metrics.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use bubble_core::edge;
 use tokio::sync::oneshot;
 
-use super::Host;
+use super::{respond, Host};
 use crate::driver::Command;
 
 /// How long readiness waits for the engine task and the store.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-const TEXT: &str = "text/plain; charset=utf-8";
-
 /// `GET /healthz`: the process is up.
-pub(super) async fn healthz() -> Response {
-    ([(header::CONTENT_TYPE, TEXT)], "ok").into_response()
+pub(super) fn healthz() -> Response {
+    respond(edge::healthy())
 }
 
 fn not_ready(why: &str) -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::CONTENT_TYPE, TEXT)],
-        format!("not ready: {why}"),
-    )
-        .into_response()
+    respond(edge::not_ready(why))
 }
 
 /// `GET /readyz`: the engine task answers and the store answers a query.
-pub(super) async fn readyz(State(host): State<Arc<Host>>) -> Response {
+pub(super) async fn readyz(host: &Host) -> Response {
     let (reply, answered) = oneshot::channel();
     if host.inbox.send(Command::Ready { reply }).await.is_err() {
         return not_ready("the engine is stopped");
@@ -48,7 +39,7 @@ pub(super) async fn readyz(State(host): State<Arc<Host>>) -> Response {
         tokio::task::spawn_blocking(move || probe.check()),
     );
     match checked.await {
-        Ok(Ok(Ok(()))) => ([(header::CONTENT_TYPE, TEXT)], "ready").into_response(),
+        Ok(Ok(Ok(()))) => respond(edge::ready()),
         Ok(Ok(Err(e))) => {
             tracing::warn!(error = %e, "readiness probe failed");
             not_ready("the store does not answer")
@@ -58,20 +49,13 @@ pub(super) async fn readyz(State(host): State<Arc<Host>>) -> Response {
 }
 
 /// `GET /metrics`: Prometheus text exposition.
-pub(super) async fn metrics(State(host): State<Arc<Host>>) -> Response {
+pub(super) async fn metrics(host: &Host) -> Response {
     let (reply, rendered) = oneshot::channel();
     if host.inbox.send(Command::Metrics { reply }).await.is_err() {
         return super::unavailable();
     }
     match rendered.await {
-        Ok(text) => (
-            [(
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
+        Ok(text) => respond(edge::metrics(text)),
         Err(_) => super::unavailable(),
     }
 }

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::header;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use bubble_core::ChannelProtocol;
+use bubble_core::edge::ChannelsUpgrade;
 use tokio::sync::oneshot;
 
 pub(crate) mod frame;
@@ -18,14 +17,6 @@ use crate::driver::Command;
 use crate::http::{respond, unavailable, Host};
 use socket::Open;
 use upgrade::Upgrade;
-
-/// The first value of query parameter `name`, percent-decoded.
-fn query_param(req: &Request, name: &str) -> Option<String> {
-    let query = req.uri().query()?;
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
 
 /// Upgrades `req` and runs the socket on a tracked task.
 fn upgrade(mut req: Request, host: Arc<Host>, open: Open, max_message: usize) -> Response {
@@ -48,46 +39,31 @@ fn upgrade(mut req: Request, host: Arc<Host>, open: Open, max_message: usize) ->
     response
 }
 
-/// `GET /v1/ws`: the bearer comes from `Authorization` or `?access_token=`
-/// (browsers cannot set headers). The upgrade is always accepted; the engine
-/// answers a bad token with an `unauthorized` frame and close 1008.
-pub(crate) async fn threads(State(host): State<Arc<Host>>, req: Request) -> Response {
-    let header_token = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| bubble_core::auth::bearer(Some(v)).ok())
-        .map(str::to_owned);
-    let token = header_token.or_else(|| query_param(&req, "access_token"));
+/// `GET /v1/ws`, with the bearer the edge read (from `Authorization` or
+/// `?access_token=`). The upgrade is always accepted; the engine answers a
+/// bad token with an `unauthorized` frame and close 1008.
+pub(crate) fn threads(host: Arc<Host>, req: Request, token: Option<String>) -> Response {
     let max = host.limits.max_ws_frame_bytes;
     upgrade(req, host, Open::Threads { token }, max)
 }
 
 /// `GET /socket?appKey=…&protocol=2`: the engine decides the handshake
 /// first; a refusal is a plain-text HTTP answer instead of an upgrade.
-pub(crate) async fn channels(State(host): State<Arc<Host>>, req: Request) -> Response {
-    let app_key = query_param(&req, "appKey");
-    let protocol = match query_param(&req, "protocol").as_deref() {
-        Some("2") => ChannelProtocol::V2,
-        _ => ChannelProtocol::Legacy,
-    };
+pub(crate) async fn channels(host: Arc<Host>, req: Request, request: ChannelsUpgrade) -> Response {
     let (reply, decided) = oneshot::channel();
-    let asked = Command::Handshake {
-        app_key: app_key.clone(),
-        reply,
-    };
-    if host.inbox.send(asked).await.is_err() {
+    if host
+        .inbox
+        .send(Command::Handshake { request, reply })
+        .await
+        .is_err()
+    {
         return unavailable();
     }
-    match decided.await {
-        Ok(Ok(())) => {}
+    let handshake = match decided.await {
+        Ok(Ok(handshake)) => handshake,
         Ok(Err(refusal)) => return respond(refusal),
         Err(_) => return unavailable(),
-    }
-    let Some(app_key) = app_key else {
-        // The engine accepted a handshake without a key; nothing to open.
-        return (axum::http::StatusCode::BAD_REQUEST, "Missing appKey.").into_response();
     };
     let max = host.limits.max_channel_message_bytes;
-    upgrade(req, host, Open::Channels { app_key, protocol }, max)
+    upgrade(req, host, Open::Channels { handshake }, max)
 }

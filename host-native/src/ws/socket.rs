@@ -10,7 +10,8 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bubble_core::{ChannelProtocol, ConnId};
+use bubble_core::edge::{AcceptedHandshake, OutboundLimit};
+use bubble_core::ConnId;
 use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -37,11 +38,8 @@ const LINGER_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) enum Open {
     /// `/v1/ws` with the bearer, if any.
     Threads { token: Option<String> },
-    /// `/socket` after an accepted handshake.
-    Channels {
-        app_key: String,
-        protocol: ChannelProtocol,
-    },
+    /// `/socket` after the engine accepted its handshake.
+    Channels { handshake: AcceptedHandshake },
 }
 
 /// How a socket ended.
@@ -60,7 +58,7 @@ enum End {
 /// Runs the socket until it closes.
 pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message: usize) {
     let conn = host.next_conn();
-    let (handle, out) = ConnHandle::new(host.limits.outbound_queue_frames);
+    let (handle, out) = ConnHandle::new(OutboundLimit::new(&host.limits));
     let (kind, command) = match open {
         Open::Threads { token } => (
             "threads",
@@ -70,12 +68,11 @@ pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message
                 handle,
             },
         ),
-        Open::Channels { app_key, protocol } => (
+        Open::Channels { handshake } => (
             "channels",
             Command::OpenChannels {
                 conn,
-                app_key,
-                protocol,
+                handshake,
                 handle,
             },
         ),

@@ -40,7 +40,7 @@ fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool
 /// Why a request cannot be upgraded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// Not a WebSocket upgrade request.
+    /// Not a WebSocket upgrade request (no `Connection: upgrade`).
     NotUpgrade,
     /// A `Sec-WebSocket-Version` other than 13.
     Version,
@@ -53,10 +53,7 @@ pub(crate) enum Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         let (status, message) = match self {
-            Refusal::NotUpgrade => (
-                StatusCode::BAD_REQUEST,
-                "Expected a WebSocket upgrade request.",
-            ),
+            Refusal::NotUpgrade => return crate::http::respond(bubble_core::edge::not_an_upgrade()),
             Refusal::Version => (
                 StatusCode::UPGRADE_REQUIRED,
                 "Unsupported Sec-WebSocket-Version.",
@@ -84,12 +81,11 @@ impl IntoResponse for Refusal {
 }
 
 impl Upgrade {
-    /// Checks the handshake headers.
+    /// Checks the handshake headers the edge leaves to the transport
+    /// (`Upgrade: websocket` was checked by the edge).
     pub(crate) fn from_request(req: &mut Request) -> Result<Upgrade, Refusal> {
         let headers = req.headers();
-        if !has_token(headers, header::CONNECTION, "upgrade")
-            || !has_token(headers, header::UPGRADE, "websocket")
-        {
+        if !has_token(headers, header::CONNECTION, "upgrade") {
             return Err(Refusal::NotUpgrade);
         }
         if headers

@@ -3,6 +3,7 @@
 // assertion).
 
 import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 
 import WebSocket from 'ws';
 
@@ -10,14 +11,20 @@ export const HANG_MS = 20_000;
 
 /** One HTTP exchange: {status, contentType, headers, body} (JSON parsed when JSON). */
 export async function http(base, method, path, { token, body, idempotencyKey, headers = {} } = {}) {
-  const h = { ...headers };
+  const h = {};
   if (token) h.authorization = `Bearer ${token}`;
   if (idempotencyKey) h['idempotency-key'] = idempotencyKey;
-  if (body !== undefined) h['content-type'] ??= 'application/json';
+  if (body !== undefined) h['content-type'] = 'application/json';
+  // `headers` wins; a header set to undefined is not sent at all.
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) delete h[name];
+    else h[name] = value;
+  }
+  const raw = typeof body === 'string' || body instanceof Uint8Array;
   const res = await fetch(new URL(path, base), {
     method,
     headers: h,
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(HANG_MS),
   });
   const text = await res.text();
@@ -26,21 +33,43 @@ export async function http(base, method, path, { token, body, idempotencyKey, he
   return { status: res.status, contentType, retryAfter: res.headers.get('retry-after'), body: parsed };
 }
 
+/**
+ * One HTTP exchange with the request-target sent exactly as given (no URL
+ * parser normalizes it first): {status, contentType, body}.
+ */
+export function rawHttp(base, method, target, { headers = {}, body } = {}) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ hostname, port, method, path: target, headers, timeout: HANG_MS }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => {
+        const contentType = res.headers['content-type'] ?? '';
+        resolve({ status: res.statusCode, contentType, body: contentType.startsWith('application/json') && text ? JSON.parse(text) : text });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('no HTTP answer within the hang timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** A WebSocket client that queues every message and its close. */
 export class WsClient {
   #queue = [];
   #waiters = [];
 
-  static async connect(url, { token } = {}) {
-    const client = new WsClient(url, token);
+  static async connect(url, { token, headers } = {}) {
+    const client = new WsClient(url, token, headers);
     await client.opened;
     return client;
   }
 
   /** Tries an upgrade expected to be refused: resolves to {status, body}. */
-  static refusal(url) {
+  static refusal(url, { headers } = {}) {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url);
+      const ws = new WebSocket(url, headers ? { headers } : {});
       ws.on('unexpected-response', (_req, res) => {
         let body = '';
         res.on('data', (chunk) => (body += chunk));
@@ -51,8 +80,9 @@ export class WsClient {
     });
   }
 
-  constructor(url, token) {
-    this.ws = new WebSocket(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  constructor(url, token, headers = {}) {
+    const all = token ? { authorization: `Bearer ${token}`, ...headers } : headers;
+    this.ws = new WebSocket(url, { headers: all });
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('open', resolve);
       this.ws.once('error', reject);
@@ -112,6 +142,16 @@ export class WsClient {
 
   sendBinary(bytes) {
     this.ws.send(Buffer.from(bytes), { binary: true });
+  }
+
+  /** Stops reading from the socket (the server's frames wait in the network). */
+  pause() {
+    this.ws.pause();
+  }
+
+  /** Reads again. */
+  resume() {
+    this.ws.resume();
   }
 
   close() {

@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::config::{AppConfig, Config};
+use crate::edge::ChannelsUpgrade;
 use crate::http::{HttpRequest, Method};
 use crate::ids::{ConnId, Millis, RequestId};
 use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
@@ -69,12 +70,14 @@ impl Harness {
 
     /// Opens a socket and returns its `socket_id`.
     fn open(&mut self, conn: u64, app: u32, protocol: ChannelProtocol) -> String {
-        let key = format!("key-{app}");
-        assert!(self.engine.channel_handshake(Some(&key)).is_ok());
+        let handshake = self
+            .engine
+            .channel_handshake(&upgrade(Some(&format!("key-{app}")), protocol))
+            .unwrap();
+        assert_eq!(handshake.protocol(), protocol);
         self.handle(Input::OpenChannels {
             conn: ConnId(conn),
-            app_key: &key,
-            protocol,
+            handshake: &handshake,
         });
         let (to, frame) = self.sent.pop().unwrap();
         assert_eq!(to, ConnId(conn));
@@ -132,6 +135,19 @@ impl Harness {
     }
 }
 
+fn upgrade(app_key: Option<&str>, protocol: ChannelProtocol) -> ChannelsUpgrade {
+    ChannelsUpgrade {
+        app_key: app_key.map(str::to_owned),
+        protocol,
+    }
+}
+
+fn handshake(h: &Harness, app_key: Option<&str>) -> Result<(), crate::http::HttpResponse> {
+    h.engine
+        .channel_handshake(&upgrade(app_key, ChannelProtocol::V2))
+        .map(drop)
+}
+
 fn subscribe(channel: &str) -> Value {
     json!({ "action": "subscribe", "channel": channel })
 }
@@ -139,20 +155,21 @@ fn subscribe(channel: &str) -> Value {
 #[test]
 fn handshake_errors() {
     let h = Harness::new();
-    let missing = h.engine.channel_handshake(None).unwrap_err();
+    let missing = handshake(&h, None).unwrap_err();
     assert_eq!(missing.status, 400);
-    let unknown = h.engine.channel_handshake(Some("nope")).unwrap_err();
+    assert_eq!(handshake(&h, Some("")).unwrap_err().status, 400);
+    let unknown = handshake(&h, Some("nope")).unwrap_err();
     assert_eq!(
         (unknown.status, unknown.body.as_str()),
         (404, "Application not found")
     );
     let mut h = Harness::new();
     h.open(1, 2, ChannelProtocol::V2);
-    let full = h.engine.channel_handshake(Some("key-2")).unwrap_err();
+    let full = handshake(&h, Some("key-2")).unwrap_err();
     assert_eq!(full.status, 503);
     assert!(full.retry_after.is_some());
     h.close(1);
-    assert!(h.engine.channel_handshake(Some("key-2")).is_ok());
+    assert!(handshake(&h, Some("key-2")).is_ok());
 }
 
 #[test]

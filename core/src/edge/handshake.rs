@@ -1,0 +1,83 @@
+//! The `/socket` handshake: what the edge reads from the upgrade request,
+//! and the accepted handshake that opening the socket requires.
+
+use crate::ChannelProtocol;
+
+use super::query::Query;
+
+/// A `/socket` upgrade request as the edge read it (SPEC §6), before the
+/// engine decides it with [`Engine::channel_handshake`](crate::Engine::channel_handshake).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelsUpgrade {
+    /// The `appKey` query parameter (`None` when absent or empty).
+    pub app_key: Option<String>,
+    /// `protocol=2` asks for `pubb:subscription_succeeded`; anything else
+    /// (absent, `1`, `3`…) is the legacy acknowledgement.
+    pub protocol: ChannelProtocol,
+}
+
+impl ChannelsUpgrade {
+    pub(crate) fn from_query(query: &Query) -> ChannelsUpgrade {
+        ChannelsUpgrade {
+            app_key: query.get("appKey").map(str::to_owned),
+            protocol: match query.get("protocol") {
+                Some("2") => ChannelProtocol::V2,
+                _ => ChannelProtocol::Legacy,
+            },
+        }
+    }
+}
+
+/// A `/socket` handshake the engine accepted. Only
+/// [`Engine::channel_handshake`](crate::Engine::channel_handshake) makes
+/// one, and [`Input::OpenChannels`](crate::Input::OpenChannels) needs one:
+/// a host cannot open a channel socket the engine did not accept. It is
+/// neither `Clone` nor `Copy`; a host hands it to the open and drops it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AcceptedHandshake {
+    app: usize,
+    protocol: ChannelProtocol,
+}
+
+impl AcceptedHandshake {
+    pub(crate) fn new(app: usize, protocol: ChannelProtocol) -> AcceptedHandshake {
+        AcceptedHandshake { app, protocol }
+    }
+
+    /// The app's index in the engine's configuration.
+    pub(crate) fn app(&self) -> usize {
+        self.app
+    }
+
+    /// The acknowledgement mode the socket asked for.
+    pub fn protocol(&self) -> ChannelProtocol {
+        self.protocol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(query: &str) -> ChannelsUpgrade {
+        ChannelsUpgrade::from_query(&Query::parse(query).unwrap())
+    }
+
+    #[test]
+    fn app_key_and_protocol_flag() {
+        let v2 = read("appKey=app-key&protocol=2");
+        assert_eq!(v2.app_key.as_deref(), Some("app-key"));
+        assert_eq!(v2.protocol, ChannelProtocol::V2);
+        for legacy in [
+            "appKey=k",
+            "appKey=k&protocol=1",
+            "appKey=k&protocol=",
+            "appKey=k&protocol=22",
+            "appKey=k&protocol=2&protocol=3",
+        ] {
+            assert_eq!(read(legacy).protocol, ChannelProtocol::Legacy, "{legacy}");
+        }
+        assert_eq!(read("appKey=&protocol=2").app_key, None);
+        assert_eq!(read("protocol=2").app_key, None);
+    }
+}

@@ -1,0 +1,235 @@
+//! The request edge: what a request means, decided once for every host.
+//!
+//! A host hands [`Edge::route`] the raw parts of a request (method, path and
+//! query as they arrived, and the two headers that matter here) and gets a
+//! typed [`Endpoint`]: an engine API request, one of the two WebSocket
+//! upgrades with what its open needs, a host endpoint (health, readiness,
+//! metrics, the page), or an [`HttpResponse`] to send at once. The native
+//! server calls it from Rust, the JavaScript hosts through the wasm adapter;
+//! neither restates a rule.
+//!
+//! Decisions:
+//! - **Routes.** `/v1/threads…` and `/api/apps/:appId/…` go to the engine,
+//!   which answers their 404s and 405s itself. `GET <ws_path>` (default
+//!   `/v1/ws`) and `GET /socket` with `Upgrade: websocket` are the two
+//!   sockets; without that header they answer `400` (plain text), with
+//!   another method `405`. `GET`/`HEAD` of `/healthz`, `/readyz` and
+//!   `/metrics` are the host endpoints. Any other `GET`/`HEAD` is the page
+//!   (a host without one answers [`not_found`]); any other method is `405`.
+//! - **Paths** are split on `/`, then each segment is percent-decoded on
+//!   its own (`%2F` stays inside its segment). An invalid escape, a segment
+//!   that is not UTF-8, or a `.`/`..` segment is `400 invalid_request`
+//!   (see [`PathError`]).
+//! - **Queries** are `application/x-www-form-urlencoded`, decoded strictly:
+//!   an invalid escape refuses the request ([`BadQuery`]). An empty value
+//!   is absent; a repeated name takes its last value.
+//! - **Bearer**: `Bearer`, case-insensitive, one or more spaces, a token
+//!   without whitespace (see [`bearer`]); a tab after `Bearer` is refused.
+//!   The HTTP routes take it from `Authorization`; `/v1/ws` from
+//!   `Authorization` when that holds a bearer, else from `?access_token=`.
+//!   A missing or bad token still upgrades `/v1/ws`: the engine answers it
+//!   with an `unauthorized` frame and close 1008.
+//! - **`/socket`**: `appKey` and the `protocol=2` flag (anything else is
+//!   the legacy acknowledgement) are read here into a [`ChannelsUpgrade`];
+//!   [`Engine::channel_handshake`](crate::Engine::channel_handshake) turns
+//!   it into an [`AcceptedHandshake`] or a plain-text refusal, and only an
+//!   accepted handshake opens the socket.
+//! - **`Content-Type`** of a request is not consulted: engine request
+//!   bodies are JSON whatever the header says (`application/json`,
+//!   `application/json; charset=utf-8`, none, or `curl -d`'s form type).
+//!   The engine answers a body that is not JSON with `400`.
+//! - **Slow consumers**: see [`OutboundLimit`]: the frame that finds a
+//!   socket's queue full is not sent, and the socket closes with 1013.
+//! - **Time**: [`MonotonicNow`](crate::clock::MonotonicNow) clamps a host's
+//!   wall clock so the engine never sees it go backwards.
+
+mod answers;
+mod bearer;
+mod handshake;
+mod path;
+mod query;
+mod slow;
+
+use std::borrow::Cow;
+
+use crate::http::HttpResponse;
+
+pub use answers::{
+    healthy, method_not_allowed, metrics, not_an_upgrade, not_found, not_ready, ready,
+};
+pub use bearer::bearer;
+pub use handshake::{AcceptedHandshake, ChannelsUpgrade};
+pub use path::PathError;
+pub use query::{BadQuery, Query};
+pub use slow::{OutboundLimit, SlowConsumer, SLOW_CONSUMER_CLOSE};
+
+pub(crate) use path::{channels_endpoint, engine_api, threads_segments, Api, ChannelsEndpoint};
+
+/// The `/v1/ws` path when the host's config sets none.
+pub const DEFAULT_WS_PATH: &str = "/v1/ws";
+
+/// The raw parts of a request that the edge reads. Borrowed from the host.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestHead<'a> {
+    /// The method, e.g. `GET` (case-sensitive, as HTTP methods are).
+    pub method: &'a str,
+    /// The path as it arrived, still percent-encoded, e.g. `/v1/threads/t%2D1`.
+    pub path: &'a str,
+    /// The query as it arrived, without `?` (may be empty).
+    pub query: &'a str,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<&'a str>,
+    /// The `Upgrade` header, if any.
+    pub upgrade: Option<&'a str>,
+}
+
+/// What a request is, decided by [`Edge::route`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/v1/threads…` or `/api/apps/…`: hand it to the engine as
+    /// [`Input::Http`](crate::Input::Http), with the raw path and query.
+    Engine,
+    /// The `/v1/ws` upgrade, with its bearer token (`None`: no token).
+    ThreadsSocket {
+        /// The token, from `Authorization` or `?access_token=`.
+        token: Option<String>,
+    },
+    /// The `/socket` upgrade: decide it with
+    /// [`Engine::channel_handshake`](crate::Engine::channel_handshake).
+    ChannelsSocket(ChannelsUpgrade),
+    /// `GET /healthz`: answer [`healthy`].
+    Health,
+    /// `GET /readyz`: answer [`ready`] or [`not_ready`].
+    Ready,
+    /// `GET /metrics`: answer [`metrics`].
+    Metrics,
+    /// Any other `GET`/`HEAD`: a file of the page, or [`not_found`].
+    Page,
+    /// Answer this at once.
+    Answer(HttpResponse),
+}
+
+/// A `ws_path` that cannot be the `/v1/ws` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "ws_path {0:?} must be a plain path starting with '/', other than / /socket /healthz \
+     /readyz /metrics and not under /v1/threads or /api/apps"
+)]
+pub struct InvalidWsPath(pub String);
+
+/// The routes of one host: every fixed path plus its configured `ws_path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edge {
+    ws_path: String,
+    ws_segments: Vec<String>,
+}
+
+impl Default for Edge {
+    fn default() -> Edge {
+        Edge {
+            ws_path: DEFAULT_WS_PATH.to_owned(),
+            ws_segments: vec!["v1".into(), "ws".into()],
+        }
+    }
+}
+
+impl Edge {
+    /// The routes with `/v1/ws` at `ws_path`.
+    pub fn new(ws_path: &str) -> Result<Edge, InvalidWsPath> {
+        let invalid = || InvalidWsPath(ws_path.to_owned());
+        if !ws_path.starts_with('/') || ws_path.contains(['?', '#']) {
+            return Err(invalid());
+        }
+        let segments = path::segments(ws_path).map_err(|_| invalid())?;
+        let names: Vec<&str> = segments.iter().map(Cow::as_ref).collect();
+        if matches!(
+            names[..],
+            ["v1", "threads", ..]
+                | ["api", "apps", ..]
+                | [""]
+                | ["socket"]
+                | ["healthz"]
+                | ["readyz"]
+                | ["metrics"]
+        ) {
+            return Err(invalid());
+        }
+        Ok(Edge {
+            ws_path: ws_path.to_owned(),
+            ws_segments: segments.into_iter().map(Cow::into_owned).collect(),
+        })
+    }
+
+    /// The `/v1/ws` endpoint's path.
+    pub fn ws_path(&self) -> &str {
+        &self.ws_path
+    }
+
+    /// What `request` is.
+    pub fn route(&self, request: &RequestHead<'_>) -> Endpoint {
+        let segments = match path::segments(request.path) {
+            Ok(segments) => segments,
+            Err(err) => return Endpoint::Answer(answers::bad_path(err)),
+        };
+        if path::api_of(&segments).is_some() {
+            return Endpoint::Engine;
+        }
+        let read = matches!(request.method, "GET" | "HEAD");
+        let host_endpoint = |endpoint| {
+            if read {
+                endpoint
+            } else {
+                Endpoint::Answer(method_not_allowed())
+            }
+        };
+        if segments
+            .iter()
+            .map(Cow::as_ref)
+            .eq(self.ws_segments.iter().map(String::as_str))
+        {
+            return socket(request, Socket::Threads);
+        }
+        match segments.iter().map(Cow::as_ref).collect::<Vec<&str>>()[..] {
+            ["socket"] => socket(request, Socket::Channels),
+            ["healthz"] => host_endpoint(Endpoint::Health),
+            ["readyz"] => host_endpoint(Endpoint::Ready),
+            ["metrics"] => host_endpoint(Endpoint::Metrics),
+            _ => host_endpoint(Endpoint::Page),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    Threads,
+    Channels,
+}
+
+/// Whether an `Upgrade` header value asks for a WebSocket.
+fn is_websocket(upgrade: Option<&str>) -> bool {
+    upgrade.is_some_and(|v| {
+        v.split(',')
+            .any(|t| t.trim().eq_ignore_ascii_case("websocket"))
+    })
+}
+
+fn socket(request: &RequestHead<'_>, kind: Socket) -> Endpoint {
+    if request.method != "GET" {
+        return Endpoint::Answer(method_not_allowed());
+    }
+    if !is_websocket(request.upgrade) {
+        return Endpoint::Answer(not_an_upgrade());
+    }
+    let Ok(query) = Query::parse(request.query) else {
+        return Endpoint::Answer(answers::bad_query(kind == Socket::Channels));
+    };
+    match kind {
+        Socket::Threads => Endpoint::ThreadsSocket {
+            token: bearer::socket_token(request.authorization, &query),
+        },
+        Socket::Channels => Endpoint::ChannelsSocket(ChannelsUpgrade::from_query(&query)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

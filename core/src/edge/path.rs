@@ -1,0 +1,180 @@
+//! Paths: split on `/` first, then each segment percent-decoded on its own,
+//! so that `%2F` stays inside its segment (a principal id may hold a `/`).
+//! An invalid escape, bytes that are not UTF-8, or a `.`/`..` segment refuse
+//! the request: a URL parser (a browser, an edge runtime, Node's `URL`)
+//! would resolve or rewrite those before a JavaScript host sees the path,
+//! so accepting them here would let two hosts read one request two ways.
+
+use std::borrow::Cow;
+
+use crate::error::BubbleError;
+
+use super::query::decode;
+
+/// Why a path was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// An invalid `%` escape, or a segment that does not decode to UTF-8.
+    #[error("The path is not validly percent-encoded.")]
+    Encoding,
+    /// A `.` or `..` segment (also when percent-encoded).
+    #[error("The path must not contain \".\" or \"..\" segments.")]
+    DotSegment,
+}
+
+impl From<PathError> for BubbleError {
+    fn from(err: PathError) -> BubbleError {
+        BubbleError::InvalidRequest(err.to_string())
+    }
+}
+
+/// The decoded segments of `raw` (an origin-form path, e.g.
+/// `/v1/threads/t-1`); a path that does not start with `/` has none.
+pub(crate) fn segments(raw: &str) -> Result<Vec<Cow<'_, str>>, PathError> {
+    let Some(rest) = raw.strip_prefix('/') else {
+        return Ok(Vec::new());
+    };
+    rest.split('/').map(segment).collect()
+}
+
+fn segment(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    let decoded = if raw.contains('%') {
+        Cow::Owned(decode(raw, false).ok_or(PathError::Encoding)?)
+    } else {
+        Cow::Borrowed(raw)
+    };
+    if decoded == "." || decoded == ".." {
+        return Err(PathError::DotSegment);
+    }
+    Ok(decoded)
+}
+
+/// Which engine API a path belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// `/v1/threads…`
+    Threads,
+    /// `/api/apps/:appId/…`
+    Channels,
+}
+
+/// The engine API of decoded `segments`, if any.
+pub(crate) fn api_of(segments: &[Cow<'_, str>]) -> Option<Api> {
+    let first = |n: usize| segments.get(n).map(|s| s.as_ref());
+    match (first(0), first(1), segments.len()) {
+        (Some("v1"), Some("threads"), _) => Some(Api::Threads),
+        (Some("api"), Some("apps"), 3..) => Some(Api::Channels),
+        _ => None,
+    }
+}
+
+/// The API of an engine request's raw path (threads unless it is the
+/// channels API: the threads router answers 404 for what it does not know).
+pub(crate) fn engine_api(raw: &str) -> Api {
+    match segments(raw) {
+        Ok(s) => api_of(&s).unwrap_or(Api::Threads),
+        Err(_) => Api::Threads,
+    }
+}
+
+/// The decoded segments after `/v1/threads` (`None`: not a threads path).
+pub(crate) fn threads_segments(raw: &str) -> Result<Option<Vec<String>>, PathError> {
+    let segments = segments(raw)?;
+    if api_of(&segments) != Some(Api::Threads) {
+        return Ok(None);
+    }
+    Ok(Some(
+        segments.into_iter().skip(2).map(Cow::into_owned).collect(),
+    ))
+}
+
+/// An endpoint of the channels HTTP API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChannelsEndpoint {
+    /// `POST /api/apps/:appId/auth`
+    Auth,
+    /// `POST /api/apps/:appId/events`
+    Events,
+}
+
+/// `(appId, endpoint)` of a raw `/api/apps/:appId/{auth,events}` path.
+pub(crate) fn channels_endpoint(raw: &str) -> Option<(String, ChannelsEndpoint)> {
+    let segments = segments(raw).ok()?;
+    match segments.iter().map(|s| s.as_ref()).collect::<Vec<_>>()[..] {
+        ["api", "apps", app, endpoint] if !app.is_empty() => {
+            let endpoint = match endpoint {
+                "auth" => ChannelsEndpoint::Auth,
+                "events" => ChannelsEndpoint::Events,
+                _ => return None,
+            };
+            Some((app.to_owned(), endpoint))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(raw: &str) -> Result<Vec<String>, PathError> {
+        segments(raw).map(|s| s.into_iter().map(Cow::into_owned).collect())
+    }
+
+    #[test]
+    fn segments_are_decoded_one_by_one() {
+        assert_eq!(plain("/").unwrap(), [""]);
+        assert_eq!(plain("/v1/threads").unwrap(), ["v1", "threads"]);
+        assert_eq!(plain("/v1/threads/").unwrap(), ["v1", "threads", ""]);
+        assert_eq!(
+            plain("/v1/%74hreads/a%2Fb/c+d").unwrap(),
+            ["v1", "threads", "a/b", "c+d"]
+        );
+        assert_eq!(plain("/caf%C3%A9").unwrap(), ["café"]);
+        assert_eq!(plain("*").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn bad_escapes_and_dot_segments_are_refused() {
+        for bad in ["/a%zz", "/a%2", "/%", "/%FF", "/%C3%A9%zz", "/%C3"] {
+            assert_eq!(plain(bad), Err(PathError::Encoding), "{bad}");
+        }
+        for bad in ["/v1/threads/..", "/./v1", "/v1/%2e%2E/x", "/%2E"] {
+            assert_eq!(plain(bad), Err(PathError::DotSegment), "{bad}");
+        }
+        assert_eq!(plain("/v1/threads/...").unwrap()[2], "...");
+    }
+
+    #[test]
+    fn engine_apis() {
+        assert_eq!(engine_api("/api/apps/app-1/events"), Api::Channels);
+        assert_eq!(engine_api("/api/apps/"), Api::Channels);
+        assert_eq!(engine_api("/v1/threads/x"), Api::Threads);
+        assert_eq!(
+            threads_segments("/v1/threads/t-1/grants/a%2Fb").unwrap(),
+            Some(vec!["t-1".into(), "grants".into(), "a/b".into()])
+        );
+        assert_eq!(threads_segments("/v1/threads").unwrap(), Some(vec![]));
+        assert_eq!(threads_segments("/v1/thread").unwrap(), None);
+        assert_eq!(
+            threads_segments("/v1/threads/%zz"),
+            Err(PathError::Encoding)
+        );
+    }
+
+    #[test]
+    fn channels_endpoints() {
+        assert_eq!(
+            channels_endpoint("/api/apps/app-1/auth"),
+            Some(("app-1".into(), ChannelsEndpoint::Auth))
+        );
+        assert_eq!(
+            channels_endpoint("/api/apps/app%2D1/events"),
+            Some(("app-1".into(), ChannelsEndpoint::Events))
+        );
+        assert_eq!(channels_endpoint("/api/apps/app-1/other"), None);
+        assert_eq!(channels_endpoint("/api/apps//events"), None);
+        assert_eq!(channels_endpoint("/api/apps/a/b/events"), None);
+        assert_eq!(channels_endpoint("/api/apps/app-1"), None);
+    }
+}

@@ -1,0 +1,170 @@
+use super::*;
+use crate::http::ContentType;
+use crate::ChannelProtocol;
+
+fn head<'a>(method: &'a str, path: &'a str, query: &'a str) -> RequestHead<'a> {
+    RequestHead {
+        method,
+        path,
+        query,
+        ..RequestHead::default()
+    }
+}
+
+fn upgrade<'a>(path: &'a str, query: &'a str) -> RequestHead<'a> {
+    RequestHead {
+        upgrade: Some("websocket"),
+        ..head("GET", path, query)
+    }
+}
+
+fn route(request: &RequestHead<'_>) -> Endpoint {
+    Edge::default().route(request)
+}
+
+fn status(endpoint: Endpoint) -> u16 {
+    match endpoint {
+        Endpoint::Answer(response) => response.status,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+#[test]
+fn engine_apis_go_to_the_engine_whatever_the_method() {
+    for (method, path) in [
+        ("GET", "/v1/threads"),
+        ("POST", "/v1/threads"),
+        ("GET", "/v1/threads/"),
+        ("DELETE", "/v1/threads/t/grants/a%2Fb"),
+        ("HEAD", "/v1/threads/t"),
+        ("GET", "/v1/%74hreads/t"),
+        ("POST", "/api/apps/app-1/events"),
+        ("GET", "/api/apps/app-1/nothing"),
+        ("POST", "/api/apps/"),
+    ] {
+        assert_eq!(
+            route(&head(method, path, "")),
+            Endpoint::Engine,
+            "{method} {path}"
+        );
+    }
+}
+
+#[test]
+fn bad_paths_are_refused_before_anything_else() {
+    for path in [
+        "/v1/threads/a%zz",
+        "/v1/threads/%FF",
+        "/v1/threads/../x",
+        "/socket%",
+        "/x/%2e%2e",
+    ] {
+        let Endpoint::Answer(answer) = route(&upgrade(path, "")) else {
+            panic!("{path} was routed");
+        };
+        assert_eq!(answer.status, 400, "{path}");
+        assert_eq!(answer.content_type, ContentType::Json);
+        assert!(answer.body.contains("invalid_request"), "{}", answer.body);
+    }
+    assert_eq!(route(&head("GET", "//v1/threads", "")), Endpoint::Page);
+    assert_eq!(route(&head("GET", "/v1%2Fthreads", "")), Endpoint::Page);
+}
+
+#[test]
+fn threads_socket_takes_the_header_bearer_or_the_query() {
+    let with_header = RequestHead {
+        authorization: Some("Bearer dev-alice"),
+        ..upgrade("/v1/ws", "access_token=other")
+    };
+    assert_eq!(
+        route(&with_header),
+        Endpoint::ThreadsSocket {
+            token: Some("dev-alice".into())
+        }
+    );
+    let tab = RequestHead {
+        authorization: Some("Bearer\tdev-alice"),
+        ..upgrade("/v1/ws", "")
+    };
+    assert_eq!(route(&tab), Endpoint::ThreadsSocket { token: None });
+    assert_eq!(
+        route(&upgrade("/v1/ws", "access_token=a%2Bb+c")),
+        Endpoint::ThreadsSocket {
+            token: Some("a+b c".into())
+        }
+    );
+    assert_eq!(status(route(&upgrade("/v1/ws", "access_token=%zz"))), 400);
+}
+
+#[test]
+fn sockets_need_get_and_an_upgrade() {
+    assert_eq!(status(route(&head("GET", "/v1/ws", ""))), 400);
+    assert_eq!(status(route(&head("GET", "/socket", "appKey=k"))), 400);
+    let post = RequestHead {
+        upgrade: Some("websocket"),
+        ..head("POST", "/socket", "")
+    };
+    assert_eq!(status(route(&post)), 405);
+    let listed = RequestHead {
+        upgrade: Some("h2c, WebSocket"),
+        ..head("GET", "/socket", "appKey=k&protocol=2")
+    };
+    assert_eq!(
+        route(&listed),
+        Endpoint::ChannelsSocket(ChannelsUpgrade {
+            app_key: Some("k".into()),
+            protocol: ChannelProtocol::V2
+        })
+    );
+    let Endpoint::Answer(bad) = route(&upgrade("/socket", "appKey=%zz")) else {
+        panic!("routed");
+    };
+    assert_eq!((bad.status, bad.content_type), (400, ContentType::Text));
+}
+
+#[test]
+fn host_endpoints_and_the_page() {
+    assert_eq!(route(&head("GET", "/healthz", "")), Endpoint::Health);
+    assert_eq!(route(&head("HEAD", "/readyz", "")), Endpoint::Ready);
+    assert_eq!(route(&head("GET", "/metrics", "x=%zz")), Endpoint::Metrics);
+    assert_eq!(status(route(&head("POST", "/metrics", ""))), 405);
+    assert_eq!(route(&head("GET", "/", "")), Endpoint::Page);
+    assert_eq!(route(&head("GET", "/app.mjs", "")), Endpoint::Page);
+    assert_eq!(route(&head("GET", "/healthz/", "")), Endpoint::Page);
+    assert_eq!(status(route(&head("PUT", "/app.mjs", ""))), 405);
+    assert_eq!(
+        route(&head("OPTIONS", "*", "")),
+        Endpoint::Answer(method_not_allowed())
+    );
+}
+
+#[test]
+fn the_ws_path_is_configurable_and_checked() {
+    let edge = Edge::new("/live/socket").unwrap();
+    assert_eq!(edge.ws_path(), "/live/socket");
+    assert!(matches!(
+        edge.route(&upgrade("/live/socket", "")),
+        Endpoint::ThreadsSocket { token: None }
+    ));
+    assert_eq!(edge.route(&head("GET", "/v1/ws", "")), Endpoint::Page);
+    for bad in [
+        "",
+        "v1/ws",
+        "/",
+        "/socket",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/v1/threads",
+        "/v1/threads/ws",
+        "/api/apps",
+        "/api/apps/x/ws",
+        "/ws?x",
+        "/ws#x",
+        "/a%zz",
+        "/a/../b",
+    ] {
+        assert_eq!(Edge::new(bad), Err(InvalidWsPath(bad.into())), "{bad}");
+    }
+    assert_eq!(Edge::new(DEFAULT_WS_PATH).unwrap(), Edge::default());
+}
