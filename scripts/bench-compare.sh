@@ -14,7 +14,7 @@ other=${1:?usage: scripts/bench-compare.sh OTHER_BUBBLE [SCENARIO...]}
 shift
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(thread-fanout appends fanout-with-history fanout)
-target=${CARGO_TARGET_DIR:-target}/release
+target=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
 for scenario in "${scenarios[@]}"; do
   for side in other current; do
     bin=$target/bubble
