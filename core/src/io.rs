@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::edge::AcceptedHandshake;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{BatchId, ConnId, ReadId, RequestId, ThreadId};
 use crate::store::{Batch, ReadQuery, ReadResult, StoreError};
@@ -28,6 +27,33 @@ pub enum ChannelProtocol {
     V2,
     /// No `protocol=2`: the legacy `pubb_internal:subscription_succeeded`.
     Legacy,
+}
+
+/// A `/socket` handshake the engine accepted. Only
+/// [`Engine::channel_handshake`](crate::Engine::channel_handshake) makes
+/// one, and [`Input::OpenChannels`](crate::Input::OpenChannels) needs one:
+/// a host cannot open a channel socket the engine did not accept. It is
+/// neither `Clone` nor `Copy`; a host hands it to the open and drops it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AcceptedHandshake {
+    app: usize,
+    protocol: ChannelProtocol,
+}
+
+impl AcceptedHandshake {
+    pub(crate) fn new(app: usize, protocol: ChannelProtocol) -> AcceptedHandshake {
+        AcceptedHandshake { app, protocol }
+    }
+
+    /// The app's index in the engine's configuration.
+    pub(crate) fn app(&self) -> usize {
+        self.app
+    }
+
+    /// The acknowledgement mode the socket asked for.
+    pub fn protocol(&self) -> ChannelProtocol {
+        self.protocol
+    }
 }
 
 /// Why the engine closes a socket; each maps to one WebSocket close code.
@@ -100,7 +126,7 @@ pub enum Input<'a> {
         /// The socket.
         conn: ConnId,
     },
-    /// An HTTP request for an engine route ([`crate::http::is_engine_route`]).
+    /// An HTTP request the edge routed to the engine ([`crate::edge::Endpoint::Engine`]).
     Http {
         /// The host's handle, echoed in [`Output::Respond`].
         req: RequestId,

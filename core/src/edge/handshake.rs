@@ -1,5 +1,6 @@
-//! The `/socket` handshake: what the edge reads from the upgrade request,
-//! and the accepted handshake that opening the socket requires.
+//! The `/socket` handshake: what the edge reads from the upgrade request.
+//! The accepted handshake that opening the socket requires is vocabulary
+//! ([`crate::io::AcceptedHandshake`]).
 
 use crate::ChannelProtocol;
 
@@ -25,33 +26,6 @@ impl ChannelsUpgrade {
                 _ => ChannelProtocol::Legacy,
             },
         }
-    }
-}
-
-/// A `/socket` handshake the engine accepted. Only
-/// [`Engine::channel_handshake`](crate::Engine::channel_handshake) makes
-/// one, and [`Input::OpenChannels`](crate::Input::OpenChannels) needs one:
-/// a host cannot open a channel socket the engine did not accept. It is
-/// neither `Clone` nor `Copy`; a host hands it to the open and drops it.
-#[derive(Debug, PartialEq, Eq)]
-pub struct AcceptedHandshake {
-    app: usize,
-    protocol: ChannelProtocol,
-}
-
-impl AcceptedHandshake {
-    pub(crate) fn new(app: usize, protocol: ChannelProtocol) -> AcceptedHandshake {
-        AcceptedHandshake { app, protocol }
-    }
-
-    /// The app's index in the engine's configuration.
-    pub(crate) fn app(&self) -> usize {
-        self.app
-    }
-
-    /// The acknowledgement mode the socket asked for.
-    pub fn protocol(&self) -> ChannelProtocol {
-        self.protocol
     }
 }
 

@@ -54,11 +54,12 @@ use std::borrow::Cow;
 
 use crate::http::HttpResponse;
 
+pub use crate::io::AcceptedHandshake;
 pub use answers::{
     healthy, method_not_allowed, metrics, not_an_upgrade, not_found, not_ready, ready,
 };
 pub use bearer::bearer;
-pub use handshake::{AcceptedHandshake, ChannelsUpgrade};
+pub use handshake::ChannelsUpgrade;
 pub use path::PathError;
 pub use query::{BadQuery, Query};
 pub use slow::{OutboundLimit, SlowConsumer, SLOW_CONSUMER_CLOSE};
