@@ -5,7 +5,9 @@
 //! the engine task, which feeds it in as `Input::ReadDone`. Completions
 //! arrive in whatever order the reads finish; the engine does not mind. A
 //! slow read (a long history page) occupies one reader and never the
-//! engine, so sockets and appends keep moving meanwhile.
+//! engine, so sockets and appends keep moving meanwhile. Readers run at a
+//! lower priority ([`READER_NICE`]): where they share a core with the
+//! engine, a live delivery does not wait behind a page being read.
 
 use std::sync::{mpsc as std_mpsc, Arc, Mutex, PoisonError};
 
@@ -14,6 +16,10 @@ use bubble_core::ReadId;
 use tokio::sync::mpsc;
 
 use crate::store::ReadFn;
+
+/// The nice value of reader threads (the engine's is the process's, 0 by
+/// default). On Linux the nice value is per thread.
+const READER_NICE: i32 = 10;
 
 /// A completed read.
 pub(crate) type ReadDone = (ReadId, Result<ReadResult, StoreError>);
@@ -36,19 +42,11 @@ impl ReaderPool {
             let done = done.clone();
             std::thread::Builder::new()
                 .name(format!("bubble-read-{i}"))
-                .spawn(move || loop {
-                    // The lock is held only to take the next read.
-                    let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                    let Ok((id, query)) = next else {
-                        return;
-                    };
-                    let result = read(&query);
-                    if let Err(e) = &result {
-                        tracing::warn!(error = %e, "store read failed");
+                .spawn(move || {
+                    if let Err(e) = rustix::process::setpriority_process(None, READER_NICE) {
+                        tracing::debug!(error = %e, "reader priority unchanged");
                     }
-                    if done.send((id, result)).is_err() {
-                        return;
-                    }
+                    serve(&rx, &mut read, &done);
                 })?;
         }
         Ok(ReaderPool { queue })
@@ -58,5 +56,27 @@ impl ReaderPool {
     pub(crate) fn submit(&self, read: ReadId, query: ReadQuery) {
         // The readers outlive the engine task; a send fails only at exit.
         let _ = self.queue.send((read, query));
+    }
+}
+
+/// One reader thread: answers reads until the queue or the engine is gone.
+fn serve(
+    rx: &Mutex<std_mpsc::Receiver<(ReadId, ReadQuery)>>,
+    read: &mut ReadFn,
+    done: &mpsc::UnboundedSender<ReadDone>,
+) {
+    loop {
+        // The lock is held only to take the next read.
+        let next = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok((id, query)) = next else {
+            return;
+        };
+        let result = read(&query);
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "store read failed");
+        }
+        if done.send((id, result)).is_err() {
+            return;
+        }
     }
 }

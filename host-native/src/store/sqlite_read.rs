@@ -3,7 +3,7 @@
 use bubble_core::ids::{PrincipalId, ThreadId};
 use bubble_core::model::{Participant, StoredEvent};
 use bubble_core::policy::Role;
-use bubble_core::store::{ReadQuery, ReadResult, StoreError, ThreadRecord, Version};
+use bubble_core::store::{ReadQuery, ReadResult, StoreError, ThreadRecord};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::sqlite::{store_err, to_i64};
@@ -79,23 +79,6 @@ fn idempotent(
             .optional()
     })
     .map_err(store_err("read idempotency key"))
-}
-
-/// The stored head and version of `thread`, if it exists.
-pub(super) fn version(conn: &Connection, thread: &ThreadId) -> Result<Option<Version>, StoreError> {
-    conn.prepare_cached("SELECT head_seq, version FROM threads WHERE thread_id = ?1")
-        .and_then(|mut stmt| {
-            stmt.query_row(params![thread.as_str()], |row| {
-                let head: i64 = row.get(0)?;
-                let version: i64 = row.get(1)?;
-                Ok(Version {
-                    head_seq: u64::try_from(head).unwrap_or(0),
-                    version: u64::try_from(version).unwrap_or(0),
-                })
-            })
-            .optional()
-        })
-        .map_err(store_err("read version"))
 }
 
 fn parse_role(raw: &str) -> Result<Role, StoreError> {

@@ -6,7 +6,6 @@ use bubble_core::store::{StoreError, ThreadWrites, Write};
 use rusqlite::{params, Connection, ErrorCode};
 
 use super::sqlite::{store_err, to_i64};
-use super::sqlite_read::version;
 
 /// A write refused by a constraint: another writer's row is in the way.
 enum Outcome {
@@ -16,40 +15,104 @@ enum Outcome {
 
 /// Applies `group` unless its thread moved; false when refused (nothing of
 /// it was applied).
+///
+/// A group that expects a version first advances the thread's row on that
+/// condition, so one statement both checks and claims it. Only a group that
+/// creates its thread or carries an idempotency key can then meet another
+/// writer's row in a constraint; those run inside a savepoint, so that
+/// their refusal undoes what they wrote before it.
 pub(super) fn apply_group(tx: &Connection, group: &ThreadWrites) -> Result<bool, StoreError> {
-    if version(tx, &group.thread_id)? != group.expect {
-        return Ok(false);
-    }
     check_seqs(group)?;
-    tx.execute_batch("SAVEPOINT thread_group")
-        .map_err(store_err("savepoint"))?;
-    let mut outcome = Outcome::Applied;
-    for write in &group.writes {
-        if let Outcome::Refused = apply_one(tx, write)? {
-            outcome = Outcome::Refused;
-            break;
+    let guarded = group.expect.is_none()
+        || group.writes.iter().any(|w| {
+            matches!(
+                w,
+                Write::AppendEvent {
+                    idempotency_key: Some(_),
+                    ..
+                }
+            )
+        });
+    if guarded {
+        statement(tx, "SAVEPOINT thread_group")?;
+    }
+    let applied = apply_writes(tx, group)?;
+    match (applied, guarded) {
+        (Step::Applied, true) => statement(tx, "RELEASE thread_group")?,
+        (Step::Refused, true) => {
+            statement(tx, "ROLLBACK TO thread_group")?;
+            statement(tx, "RELEASE thread_group")?;
+        }
+        (Step::Moved | Step::Applied, false) => {}
+        (Step::Moved, true) => statement(tx, "RELEASE thread_group")?,
+        (Step::Refused, false) => {
+            return Err(StoreError(format!(
+                "a write to {} was refused by a constraint",
+                group.thread_id
+            )))
         }
     }
-    if let Outcome::Applied = outcome {
+    Ok(applied == Step::Applied)
+}
+
+fn statement(tx: &Connection, sql: &str) -> Result<(), StoreError> {
+    tx.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .map(drop)
+        .map_err(store_err("savepoint"))
+}
+
+/// How far a group got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Every write, and the thread's new head and version.
+    Applied,
+    /// Nothing: the thread is no longer at the expected version.
+    Moved,
+    /// A constraint refused a write; what came before it stands until
+    /// rolled back.
+    Refused,
+}
+
+/// The group's writes and the thread's new head and version, stopping as
+/// soon as the thread turns out to have moved or a constraint refuses a
+/// write.
+fn apply_writes(tx: &Connection, group: &ThreadWrites) -> Result<Step, StoreError> {
+    let thread = group.thread_id.as_str();
+    let (head, version) = (to_i64(group.record.head_seq), to_i64(group.record.version));
+    if let Some(expect) = group.expect {
+        let n = exec(
+            tx,
+            "advance thread",
+            "UPDATE threads SET head_seq = ?2, version = ?3 \
+             WHERE thread_id = ?1 AND head_seq = ?4 AND version = ?5",
+            params![
+                thread,
+                head,
+                version,
+                to_i64(expect.head_seq),
+                to_i64(expect.version)
+            ],
+        )?;
+        if n == 0 {
+            return Ok(Step::Moved);
+        }
+    }
+    for write in &group.writes {
+        if let Outcome::Refused = apply_one(tx, write)? {
+            return Ok(Step::Refused);
+        }
+    }
+    if group.expect.is_none() {
         let n = exec(
             tx,
             "advance thread",
             "UPDATE threads SET head_seq = ?2, version = ?3 WHERE thread_id = ?1",
-            params![
-                group.thread_id.as_str(),
-                to_i64(group.record.head_seq),
-                to_i64(group.record.version)
-            ],
+            params![thread, head, version],
         )?;
         ensure_changed(n, "advance thread", &group.thread_id)?;
-        tx.execute_batch("RELEASE thread_group")
-            .map_err(store_err("release"))?;
-        Ok(true)
-    } else {
-        tx.execute_batch("ROLLBACK TO thread_group; RELEASE thread_group")
-            .map_err(store_err("rollback to savepoint"))?;
-        Ok(false)
     }
+    Ok(Step::Applied)
 }
 
 /// The engine assigns seqs gapless from the head it expects; anything else
