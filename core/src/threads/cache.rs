@@ -8,7 +8,7 @@
 //! read began, so that an operation's re-run finds what its reads loaded.
 //! A thread known not to exist is cached too, as [`Slot::Absent`].
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use crate::ids::ThreadId;
 use crate::policy::{effective_capabilities, CapabilitySet};
@@ -33,11 +33,12 @@ struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Missing(pub(crate) ThreadId);
 
-/// Cached threads with their last use.
+/// Cached threads with their last use. A use only stamps the entry; the
+/// order is worked out when the cache is trimmed, which is rare (see
+/// [`Cache::trim`]), so the hot path does no bookkeeping beyond the stamp.
 #[derive(Debug, Default)]
 pub(crate) struct Cache {
     entries: HashMap<ThreadId, Entry>,
-    lru: BTreeMap<u64, ThreadId>,
     tick: u64,
 }
 
@@ -56,9 +57,7 @@ impl Cache {
     pub(crate) fn touch(&mut self, id: &ThreadId) -> Option<&Slot> {
         let entry = self.entries.get_mut(id)?;
         self.tick += 1;
-        self.lru.remove(&entry.used);
         entry.used = self.tick;
-        self.lru.insert(self.tick, id.clone());
         Some(&entry.slot)
     }
 
@@ -86,23 +85,13 @@ impl Cache {
     /// Caches `slot` for `id`, replacing what was there.
     pub(crate) fn put(&mut self, id: ThreadId, slot: Slot) {
         self.tick += 1;
-        if let Some(old) = self.entries.insert(
-            id.clone(),
-            Entry {
-                slot,
-                used: self.tick,
-            },
-        ) {
-            self.lru.remove(&old.used);
-        }
-        self.lru.insert(self.tick, id);
+        let used = self.tick;
+        self.entries.insert(id, Entry { slot, used });
     }
 
     /// Forgets `id` (to reload it).
     pub(crate) fn remove(&mut self, id: &ThreadId) -> Option<Slot> {
-        let entry = self.entries.remove(id)?;
-        self.lru.remove(&entry.used);
-        Some(entry.slot)
+        self.entries.remove(id).map(|e| e.slot)
     }
 
     /// The parent, grandparent, … of `id`, as far as they are cached.
@@ -149,21 +138,28 @@ impl Cache {
         Ok(Some(effective_capabilities(caller.admin, own, inherited)))
     }
 
-    /// Evicts least recently used entries until at most `capacity` remain,
-    /// keeping entries used at or after `recent` and those in `pinned`.
+    /// Evicts least recently used entries, keeping entries used at or after
+    /// `recent` and those in `pinned`, down to 7/8 of `capacity` so that the
+    /// next trim is `capacity / 8` loads away (each trim sorts the cache).
     pub(crate) fn trim(&mut self, capacity: usize, recent: u64, pinned: &HashSet<ThreadId>) {
         if self.entries.len() <= capacity {
             return;
         }
-        let victims: Vec<(u64, ThreadId)> = self
-            .lru
-            .range(..recent)
-            .filter(|(_, id)| !pinned.contains(*id))
-            .take(self.entries.len() - capacity)
-            .map(|(used, id)| (*used, id.clone()))
+        let keep = capacity - capacity / 8;
+        let mut candidates: Vec<(u64, &ThreadId)> = self
+            .entries
+            .iter()
+            .filter(|(id, e)| e.used < recent && !pinned.contains(*id))
+            .map(|(id, e)| (e.used, id))
             .collect();
-        for (used, id) in victims {
-            self.lru.remove(&used);
+        candidates.sort_unstable_by_key(|(used, _)| *used);
+        let excess = self.entries.len().saturating_sub(keep);
+        let victims: Vec<ThreadId> = candidates
+            .into_iter()
+            .take(excess)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in victims {
             self.entries.remove(&id);
         }
     }
