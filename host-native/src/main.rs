@@ -8,6 +8,11 @@ use bubble_server::config::Settings;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// Every request, frame and event allocates; glibc's allocator spent 11-15 %
+/// of the server's CPU on appends (BENCHMARKS.md, run J), mimalloc a fraction.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
