@@ -13,6 +13,8 @@
 //! The engine handles one input at a time, so nothing is appended between
 //! the last replayed event and the switch: no gap and no duplicate.
 
+use std::collections::BTreeMap;
+
 use crate::auth::AuthError;
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
@@ -78,6 +80,27 @@ impl Threads {
     pub(super) fn ws_open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, caller: Caller) {
         self.sockets.conns.insert(conn, Conn::new(caller));
         cx.metrics.thread_connections += 1;
+    }
+
+    /// A resumed socket's subscriptions: each one is a `thread.subscribe`
+    /// from its position, decided in order like client frames (a subscribe
+    /// that waits for a read holds the rest back), minus the
+    /// `thread.subscription_opened` the client already has. Nothing is
+    /// resumed on a socket whose bearer was refused.
+    pub(super) fn ws_resume(&mut self, cx: &mut Ctx<'_>, conn: ConnId, subs: &[(ThreadId, u64)]) {
+        let subs: BTreeMap<&ThreadId, u64> = subs.iter().map(|(t, next)| (t, *next)).collect();
+        for (thread, next) in subs {
+            let Some(c) = self.sockets.conns.get_mut(&conn) else {
+                return;
+            };
+            c.resuming.insert(thread.clone());
+            let text = codec::subscribe(thread, next.max(1));
+            if c.parked.is_some() {
+                c.queue.push_back(Queued::Text(text));
+            } else {
+                self.start_frame(cx, conn, &text);
+            }
+        }
     }
 
     pub(super) fn ws_closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
@@ -229,8 +252,18 @@ impl Threads {
             return None;
         }
         let held = match self.held(caller, &thread) {
-            Ok(held) => held,
             Err(Step::Need(query)) => return Some(query),
+            held => held,
+        };
+        // Decided from here on: a resumed subscription is resumed or ended now.
+        let resumed = self
+            .sockets
+            .conns
+            .get_mut(&conn)
+            .is_some_and(|c| c.resuming.remove(&thread));
+        let held = match held {
+            Ok(held) => held,
+            Err(Step::Need(_)) => return None,
             Err(Step::Fail(err)) => {
                 end_subscription(cx, conn, &thread, &err);
                 return None;
@@ -252,10 +285,12 @@ impl Threads {
             return None;
         }
         let head = self.cache.get(&thread).map_or(0, |t| t.head_seq);
-        cx.out.push(Output::Send {
-            conn,
-            frame: codec::opened(&thread, head),
-        });
+        if !resumed {
+            cx.out.push(Output::Send {
+                conn,
+                frame: codec::opened(&thread, head),
+            });
+        }
         cx.metrics.thread_subscriptions += 1;
         let floor = from_seq.min(head + 1);
         let sub = Sub {
