@@ -8,7 +8,8 @@
 //   idempotency keys; a client coming back with `fromSeq` sees every event
 //   once, in order.
 // - An evicted object resumes its hibernated `/v1/ws` sockets: they stay
-//   open and lose nothing.
+//   open and lose nothing (one whose positions outgrew its attachment is
+//   closed with 1012).
 // - Heartbeats and channel idempotency expiry run from the object's alarm.
 
 import assert from 'node:assert/strict';
@@ -224,6 +225,16 @@ test('an evicted object resumes its hibernated sockets: they stay open and lose 
   assert.deepEqual(await a.ws.next(), { type: 'thread.subscription_opened', threadId: 'hib-2', throughSeq: 0 });
   const b = await subscribed(url, 'hib-1', 100); // beyond the head: live only
   assert.equal(b.opened.throughSeq, 2);
+  // A socket whose positions outgrow an attachment (16 KiB): 150 threads
+  // with 120-character ids.
+  const big = await WsClient.connect(`${wsBase(url)}/v1/ws`, { token: alice });
+  for (let i = 0; i < 150; i += 1) {
+    const threadId = `big-${String(i).padStart(3, '0')}-${'x'.repeat(112)}`;
+    assert.equal((await http(url, 'POST', '/v1/threads', { token: alice, body: { threadId } })).status, 201);
+    big.send({ type: 'thread.subscribe', threadId, fromSeq: 1 });
+  }
+  const opened = await big.until((f) => f.threadId?.startsWith('big-149-'));
+  assert.equal(opened.filter((f) => f.type === 'thread.subscription_opened').length, 150);
   assert.equal(await metric(url, 'bubble_do_resumed_sockets'), 0);
 
   await evict(w);
@@ -234,6 +245,9 @@ test('an evicted object resumes its hibernated sockets: they stay open and lose 
   assert.deepEqual(await seqs(a.ws, 'hib-1', 1), [3], 'no second subscription_opened, no replay');
   assert.deepEqual(await seqs(b.ws, 'hib-1', 1), [3]);
   assert.equal(await metric(url, 'bubble_do_resumed_sockets'), 2);
+  // The socket whose positions did not fit is closed for its client to
+  // reconnect and resubscribe with fromSeq.
+  assert.deepEqual(await big.closeCode(), { code: 1012, frames: [] });
   // The resumed socket keeps its subscriptions: appends over it, and a
   // second subscribe conflicts.
   a.ws.send({ type: 'thread.append', threadId: 'hib-2', event: runStarted('over-ws') });
