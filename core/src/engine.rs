@@ -88,25 +88,23 @@ impl Engine {
         let now = cx.now;
         match input {
             Input::OpenThreads { conn, token } => {
-                Self::register(conns, conn, ConnKind::Threads)?;
-                heartbeats.open(now, conn);
-                let principal = token
-                    .ok_or(crate::auth::AuthError::Missing)
-                    .and_then(|t| auth.authenticate(t, now));
-                threads.open(cx, conn, principal);
+                Self::open_threads(cx, threads, conns, heartbeats, auth, conn, token, &[])?;
             }
             Input::ResumeThreads {
                 conn,
                 token,
                 subscriptions,
             } => {
-                Self::register(conns, conn, ConnKind::Threads)?;
-                heartbeats.open(now, conn);
-                let principal = token
-                    .ok_or(crate::auth::AuthError::Missing)
-                    .and_then(|t| auth.authenticate(t, now));
-                threads.open(cx, conn, principal);
-                threads.resume_socket(cx, conn, subscriptions);
+                Self::open_threads(
+                    cx,
+                    threads,
+                    conns,
+                    heartbeats,
+                    auth,
+                    conn,
+                    token,
+                    subscriptions,
+                )?;
             }
             Input::OpenChannels { conn, handshake } => {
                 Self::register(conns, conn, ConnKind::Channels)?;
@@ -188,6 +186,30 @@ impl Engine {
                 }
                 channels.tick(cx);
             }
+        }
+        Ok(())
+    }
+
+    /// A `/v1/ws` socket opened, or resumed at `subscriptions`.
+    #[allow(clippy::too_many_arguments)]
+    fn open_threads(
+        cx: &mut Ctx<'_>,
+        threads: &mut Threads,
+        conns: &mut HashMap<ConnId, ConnKind>,
+        heartbeats: &mut Heartbeats,
+        auth: &Authenticator,
+        conn: ConnId,
+        token: Option<&str>,
+        subscriptions: &[(ThreadId, u64)],
+    ) -> Result<(), Misuse> {
+        Self::register(conns, conn, ConnKind::Threads)?;
+        heartbeats.open(cx.now, conn);
+        let principal = token
+            .ok_or(crate::auth::AuthError::Missing)
+            .and_then(|t| auth.authenticate(t, cx.now));
+        threads.open(cx, conn, principal);
+        if !subscriptions.is_empty() {
+            threads.resume_socket(cx, conn, subscriptions);
         }
         Ok(())
     }

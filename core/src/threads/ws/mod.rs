@@ -13,8 +13,6 @@
 //! The engine handles one input at a time, so nothing is appended between
 //! the last replayed event and the switch: no gap and no duplicate.
 
-use std::collections::BTreeMap;
-
 use crate::auth::AuthError;
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
@@ -88,18 +86,18 @@ impl Threads {
     /// `thread.subscription_opened` the client already has. Nothing is
     /// resumed on a socket whose bearer was refused.
     pub(super) fn ws_resume(&mut self, cx: &mut Ctx<'_>, conn: ConnId, subs: &[(ThreadId, u64)]) {
-        let subs: BTreeMap<&ThreadId, u64> = subs.iter().map(|(t, next)| (t, *next)).collect();
+        let Some(c) = self.sockets.conns.get_mut(&conn) else {
+            return;
+        };
         for (thread, next) in subs {
-            let Some(c) = self.sockets.conns.get_mut(&conn) else {
-                return;
-            };
-            c.resuming.insert(thread.clone());
-            let text = codec::subscribe(thread, next.max(1));
-            if c.parked.is_some() {
+            // A thread named twice is resumed once.
+            if c.resuming.insert(thread.clone()) {
+                let text = codec::subscribe(thread, (*next).max(1));
                 c.queue.push_back(Queued::Text(text));
-            } else {
-                self.start_frame(cx, conn, &text);
             }
+        }
+        if c.parked.is_none() {
+            self.run_queued(cx, conn);
         }
     }
 
@@ -188,6 +186,11 @@ impl Threads {
             Some(c) if c.parked == Some(op) => c.parked = None,
             _ => return,
         }
+        self.run_queued(cx, conn);
+    }
+
+    /// Runs the frames queued on `conn` in order until one parks.
+    fn run_queued(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         loop {
             let Some(c) = self.sockets.conns.get_mut(&conn) else {
                 return;
