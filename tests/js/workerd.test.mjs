@@ -194,16 +194,12 @@ test('a restart on the same storage keeps history, heads, grants and keys; fromS
 });
 
 /**
- * Evicts the namespace's Durable Object with its sockets open, as the
- * runtime does to an idle object: miniflare's own eviction when it has one,
- * else workerd's inactivity eviction (10 s without events). Nothing may
- * talk to the object meanwhile.
+ * Lets workerd evict the namespace's Durable Object with its sockets open,
+ * as the runtime does to an idle object: after 10 s without an event (the
+ * pinned miniflare has no eviction call). Nothing may talk to the object
+ * meanwhile; `bubble_do_resumed_sockets` afterwards shows it happened.
  */
-async function evict(w) {
-  if (typeof w.mf.evictDurableObject === 'function') {
-    await w.mf.evictDurableObject('BUBBLE', { name: 'default' });
-    return;
-  }
+async function evict() {
   await sleep(12_000);
 }
 
@@ -237,7 +233,7 @@ test('an evicted object resumes its hibernated sockets: they stay open and lose 
   assert.equal(opened.filter((f) => f.type === 'thread.subscription_opened').length, 150);
   assert.equal(await metric(url, 'bubble_do_resumed_sockets'), 0);
 
-  await evict(w);
+  await evict();
 
   // An HTTP append wakes a new instance, which resumes both sockets first.
   const third = await http(url, 'POST', '/v1/threads/hib-1/events', { token: alice, body: runStarted('r-3') });
@@ -262,7 +258,7 @@ test('an evicted object resumes its hibernated sockets: they stay open and lose 
   assert.equal((await b.ws.next()).type, 'thread.subscription_opened');
   assert.deepEqual(await seqs(b.ws, 'hib-2', 1), [1]);
 
-  await evict(w);
+  await evict();
 
   // Woken by a socket this time.
   a.ws.send({ type: 'thread.append', threadId: 'hib-1', event: runStarted('r-4') });
