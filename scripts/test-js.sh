@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The JavaScript side: builds the wasm package for Node, runs the
 # wasm-bindgen tests in Node, then tests/js with node's test runner (both
-# hosts agree, the AI SDK round trip, the offline page in headless Chromium,
-# the README's run command on a fresh clone).
+# hosts agree, the Cloudflare entry in workerd through miniflare, the AI SDK
+# round trip, the offline page in headless Chromium, the README's run
+# command on a fresh clone). Every test has the runner's 180 s limit; the
+# workerd tests wait out workerd's 10 s idle eviction twice and set their
+# own, shorter limits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

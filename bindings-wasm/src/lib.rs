@@ -135,6 +135,62 @@ impl WasmEngine {
         )
     }
 
+    /// A `/v1/ws` socket that outlived the engine that served it (a
+    /// hibernated Durable Object socket), opened again with the `token` it
+    /// opened with, and subscribed again to `threads[i]` from `nextSeqs[i]`
+    /// (what `threadSubscriptions` reported on the engine before) without a
+    /// second `thread.subscription_opened`.
+    #[wasm_bindgen(js_name = resumeThreads)]
+    pub fn resume_threads(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = conn)] conn_id: u32,
+        token: Option<String>,
+        threads: Vec<String>,
+        #[wasm_bindgen(js_name = nextSeqs)] next_seqs: Vec<f64>,
+    ) -> Result<(), JsValue> {
+        if threads.len() != next_seqs.len() {
+            return Err(js::error(
+                "invalid_subscriptions",
+                "threads and nextSeqs differ in length",
+            ));
+        }
+        let subscriptions = threads
+            .iter()
+            .zip(&next_seqs)
+            .map(|(id, next)| Ok((ThreadId::parse(id)?, next.max(1.0) as u64)))
+            .collect::<Result<Vec<_>, bubble_core::BubbleError>>()
+            .map_err(|e| js::error("invalid_thread_id", e))?;
+        self.handle(
+            now_ms,
+            Input::ResumeThreads {
+                conn: conn(conn_id),
+                token: token.as_deref(),
+                subscriptions: &subscriptions,
+            },
+        )
+    }
+
+    /// Where the subscriptions of `/v1/ws` socket `conn` stand, as
+    /// `[threadId, nextSeq]` pairs in id order (`nextSeq`: the last seq
+    /// delivered + 1 once the host has performed every output), or
+    /// `undefined` when `conn` is no open `/v1/ws` socket.
+    #[wasm_bindgen(js_name = threadSubscriptions, unchecked_return_type = "[string, number][] | undefined")]
+    pub fn thread_subscriptions(&self, #[wasm_bindgen(js_name = conn)] conn_id: u32) -> JsValue {
+        let Some(subs) = self.inner.thread_subscriptions(conn(conn_id)) else {
+            return JsValue::UNDEFINED;
+        };
+        subs.into_iter()
+            .map(|(thread, next)| {
+                js_sys::Array::of2(
+                    &JsValue::from_str(thread.as_str()),
+                    &JsValue::from(next as f64),
+                )
+            })
+            .collect::<js_sys::Array>()
+            .into()
+    }
+
     /// Decides a `/socket` upgrade (an `Edge.routeRequest` route of kind
     /// `channelsSocket`): `{accepted}`, the handshake `openChannels`
     /// consumes, or `{refused}`, the plain-text response to answer instead.

@@ -524,6 +524,99 @@ fn a_subscriber_gets_opened_backlog_and_live_frames() {
     assert_eq!(seqs, [1.0, 2.0]);
 }
 
+/// The frames of `conn` in what `engine` outputs next (drains answered).
+fn frames_of(engine: &mut WasmEngine, storage: &Storage, conn: u32) -> Vec<JsValue> {
+    let mut frames = Vec::new();
+    for _ in 0..4 {
+        for out in drain(engine, storage) {
+            match text(&out, "kind").as_str() {
+                "send" if number(&out, "conn") as u32 == conn => {
+                    frames.push(JSON::parse(&text(&out, "frame")).unwrap());
+                }
+                "wantDrained" => engine.drained(NOW, conn).unwrap(),
+                _ => {}
+            }
+        }
+    }
+    frames
+}
+
+#[wasm_bindgen_test]
+fn a_socket_resumes_on_a_new_engine_where_it_stood() {
+    let storage = Storage::default();
+    let mut engine = WasmEngine::new(CONFIG, 1.0).unwrap();
+    http(
+        &mut engine,
+        &storage,
+        "POST",
+        "/v1/threads",
+        r#"{"threadId":"t-1"}"#,
+    );
+    let append = r#"{"type":"run_started","runId":"a"}"#;
+    http(
+        &mut engine,
+        &storage,
+        "POST",
+        "/v1/threads/t-1/events",
+        append,
+    );
+    engine
+        .open_threads(NOW, 3, Some("dev-alice".into()))
+        .unwrap();
+    engine
+        .frame(
+            NOW,
+            3,
+            r#"{"type":"thread.subscribe","threadId":"t-1","fromSeq":1}"#,
+        )
+        .unwrap();
+    assert_eq!(frames_of(&mut engine, &storage, 3).len(), 2);
+    let positions = Array::from(&engine.thread_subscriptions(3));
+    assert_eq!(
+        JSON::stringify(&positions).unwrap().as_string().unwrap(),
+        r#"[["t-1",2]]"#
+    );
+    assert!(engine.thread_subscriptions(4).is_undefined());
+
+    let mut again = WasmEngine::new(CONFIG, 2.0).unwrap();
+    let bad = again
+        .resume_threads(NOW, 5, Some("dev-alice".into()), vec!["t-1".into()], vec![])
+        .err()
+        .unwrap();
+    assert_eq!(text(&bad, "code"), "invalid_subscriptions");
+    again
+        .resume_threads(
+            NOW,
+            5,
+            Some("dev-alice".into()),
+            vec!["t-1".into()],
+            vec![2.0],
+        )
+        .unwrap();
+    assert!(
+        frames_of(&mut again, &storage, 5).is_empty(),
+        "no second opened frame"
+    );
+    again
+        .handle_http(
+            NOW,
+            8,
+            "POST",
+            "/v1/threads/t-1/events",
+            "",
+            Some("Bearer dev-alice".into()),
+            None,
+            append.as_bytes(),
+        )
+        .unwrap();
+    let frames = frames_of(&mut again, &storage, 5);
+    let seqs: Vec<f64> = frames
+        .iter()
+        .map(|f| number(&get(f, "event"), "seq"))
+        .collect();
+    assert_eq!(seqs, [2.0]);
+}
+
 #[wasm_bindgen_test]
 fn a_silent_peer_is_dropped_without_a_close_code() {
     let config = r#"{"auth":{"tokens":[{"token":"dev-alice","principal":"alice"}]},

@@ -21,6 +21,13 @@
 //     flushed(callback) -> calls back once everything sent so far is written }
 // and report what the peer does through the connection object that `open`
 // returns: text(data), binary(bytes), pong(), closed().
+//
+// Runtimes whose sockets outlive the host (a Durable Object evicted while
+// its hibernatable sockets stay open, durable.mjs) keep each `/v1/ws`
+// socket's `subscriptions()` (`onTouched` names the connections that may
+// have moved) and `resume()` it on the next host; `idle()` says when
+// nothing is in flight, and `tick()` is the input of a timer that is an
+// alarm.
 
 import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
@@ -53,6 +60,10 @@ export class BubbleHost {
   #pumping = false;
   #timer = null;
   #timerDue = null;
+  #reads = 0; // reads in flight
+  #idle = [];
+  #touched = new Set();
+  #onTouched;
 
   /**
    * Builds a host: `wasm` holds the wasm classes (`Engine`, `Edge`,
@@ -77,6 +88,7 @@ export class BubbleHost {
     this.#clearTimer = options.clearTimer ?? ((handle) => clearTimeout(handle));
     this.#defer = options.defer ?? ((fn) => queueMicrotask(fn));
     this.#onError = options.onError ?? ((err) => console.error('bubble:', err));
+    this.#onTouched = options.onTouched ?? null;
     this.wsPath = this.#edge.wsPath;
     this.limits = engine.limits();
   }
@@ -165,6 +177,49 @@ export class BubbleHost {
     this.#drive((now) => this.#engine.changed(now, threadId, headSeq, version));
   }
 
+  /**
+   * A `/v1/ws` socket that outlived the engine that served it (a Durable
+   * Object's hibernated socket), opened again with the bearer `token` it
+   * opened with and subscribed again from `subscriptions`, the
+   * `[threadId, nextSeq]` pairs `subscriptions()` reported for it before.
+   * Returns its connection, as `upgrade(route).open` does.
+   */
+  resume(socket, token, subscriptions = []) {
+    const threads = subscriptions.map(([threadId]) => threadId);
+    const seqs = subscriptions.map(([, next]) => next);
+    return this.#open(socket, (now, conn) => this.#engine.resumeThreads(now, conn, token ?? undefined, threads, seqs));
+  }
+
+  /**
+   * Where the subscriptions of `/v1/ws` connection `id` stand:
+   * `[threadId, nextSeq]` pairs, or `undefined` for no open `/v1/ws`
+   * connection. Exact once `idle()` resolves.
+   */
+  subscriptions(id) {
+    return this.#engine.threadSubscriptions(id);
+  }
+
+  /** The engine's deadline passed (a runtime alarm fired): runs its timers and re-arms. */
+  tick() {
+    this.#timer = null;
+    this.#timerDue = null;
+    this.#drive((now) => this.#engine.tick(now));
+  }
+
+  /**
+   * Resolves once nothing is in flight: no read, commit or drain awaited,
+   * and every output performed.
+   */
+  idle() {
+    if (this.#quiet()) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #quiet() {
+    if (this.#reads > 0 || [...this.#sockets.values()].some((entry) => entry.draining)) return false;
+    return !this.#saving && this.#unsaved.length === 0 && this.#inputs.length === 0 && !this.#pumping;
+  }
+
   /** Closes every socket (1001) and stops the timer. */
   shutdown() {
     for (const entry of this.#sockets.values()) this.#close(entry, 1001);
@@ -173,14 +228,15 @@ export class BubbleHost {
 
   #open(socket, input) {
     const conn = this.#nextConn++;
-    const entry = { socket, closing: false };
+    const entry = { socket, closing: false, draining: false };
     this.#sockets.set(conn, entry);
     this.#drive((now) => input(now, conn));
     const live = () => this.#sockets.get(conn) === entry && !entry.closing;
+    const touch = () => this.#touched.add(conn);
     return {
       id: conn,
-      text: (data) => live() && this.#drive((now) => this.#engine.frame(now, conn, data)),
-      binary: (bytes) => live() && this.#drive((now) => this.#engine.binaryFrame(now, conn, bytes)),
+      text: (data) => live() && (touch(), this.#drive((now) => this.#engine.frame(now, conn, data))),
+      binary: (bytes) => live() && (touch(), this.#drive((now) => this.#engine.binaryFrame(now, conn, bytes))),
       pong: () => live() && this.#drive((now) => this.#engine.pong(now, conn)),
       closed: () => {
         if (this.#sockets.get(conn) !== entry) return;
@@ -223,6 +279,16 @@ export class BubbleHost {
       this.#pumping = false;
     }
     this.#arm();
+    if (this.#touched.size > 0 && this.#onTouched) {
+      const touched = this.#touched;
+      this.#touched = new Set();
+      try {
+        this.#onTouched(touched);
+      } catch (err) {
+        this.#onError(err);
+      }
+    }
+    if (this.#idle.length > 0 && this.#quiet()) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   #perform(out) {
@@ -235,6 +301,7 @@ export class BubbleHost {
         const slow = this.#edge.admitFrame(entry.socket.queued());
         if (slow === undefined) entry.socket.send(out.frame);
         else this.#close(entry, slow);
+        this.#touched.add(out.conn);
         return;
       }
       case 'ping':
@@ -244,10 +311,15 @@ export class BubbleHost {
         if (entry) this.#close(entry, out.code ?? undefined);
         return;
       case 'wantDrained':
-        entry?.socket.flushed(() =>
+        if (!entry) return;
+        entry.draining = true;
+        entry.socket.flushed(() =>
           this.#defer(() => {
+            entry.draining = false;
             if (this.#sockets.get(out.conn) === entry) {
               this.#drive((now) => this.#engine.drained(now, out.conn));
+            } else {
+              this.#pump(); // nothing to report, but idle() may be waiting
             }
           }),
         );
@@ -260,11 +332,13 @@ export class BubbleHost {
       }
       case 'read': {
         const { read } = out;
-        answerRead(this.#storage, out.query, (err, json) =>
+        this.#reads += 1;
+        answerRead(this.#storage, out.query, (err, json) => {
+          this.#reads -= 1;
           this.#drive((now) =>
             err ? this.#engine.readFailed(now, read, String(err?.message ?? err)) : this.#engine.readDone(now, read, json),
-          ),
-        );
+          );
+        });
         return;
       }
       case 'persist':
@@ -321,11 +395,7 @@ export class BubbleHost {
     this.#disarm();
     if (due === undefined) return;
     this.#timerDue = due;
-    this.#timer = this.#setTimer(() => {
-      this.#timer = null;
-      this.#timerDue = null;
-      this.#drive((now) => this.#engine.tick(now));
-    }, Math.max(0, due - this.#now()));
+    this.#timer = this.#setTimer(() => this.tick(), Math.max(0, due - this.#now()));
   }
 
   #disarm() {

@@ -1,4 +1,5 @@
-// Types of the worker module (index.mjs, host.mjs, storage.mjs, node.mjs).
+// Types of the worker module (index.mjs, host.mjs, storage.mjs, node.mjs;
+// durable.mjs and workerd.mjs, the Cloudflare entry, at the end).
 // The engine's own types (Output, ReadQuery, Batch, ThreadRecord, Write,
 // HttpAnswer, Limits, Route, Handshake) are in ../pkg/bubble_wasm.d.ts.
 
@@ -101,6 +102,8 @@ export interface HostOptions {
   clearTimer?: (handle: unknown) => void;
   defer?: (fn: () => void) => void;
   onError?: (err: unknown) => void;
+  /** After each round of outputs: the connections sent to, or that sent a frame (their subscriptions may have moved). */
+  onTouched?: (conns: Set<number>) => void;
 }
 
 export class BubbleHost {
@@ -121,6 +124,14 @@ export class BubbleHost {
   ): void;
   /** Another engine over the same storage committed to `threadId` (for a broker between engines). */
   changed(threadId: string, headSeq: number, version: string): void;
+  /** A `/v1/ws` socket that outlived the host that served it, opened again where its subscriptions stood. */
+  resume(socket: HostSocket, token: string | null, subscriptions: [string, number][]): HostConnection;
+  /** Where a `/v1/ws` connection's subscriptions stand: `[threadId, nextSeq]`; undefined for no such connection. */
+  subscriptions(conn: number): [string, number][] | undefined;
+  /** The engine's deadline passed (for runtimes whose timer is an alarm). */
+  tick(): void;
+  /** Resolves once no read, commit or drain is in flight. */
+  idle(): Promise<void>;
   shutdown(): void;
 }
 
@@ -143,3 +154,26 @@ declare const worker: {
   fetch(request: Request, env?: { BUBBLE_CONFIG?: string | Record<string, unknown>; BUBBLE_WASM?: WebAssembly.Module }): Promise<Response>;
 };
 export default worker;
+
+// durable.mjs and workerd.mjs: Cloudflare Workers with a Durable Object.
+
+/** `env` of the Worker and of the object. */
+export interface BubbleEnv {
+  /** The JSON config (a string or an object). */
+  BUBBLE_CONFIG?: string | Record<string, unknown>;
+  /** The object's name when no `namespace` option is given (`default`). */
+  BUBBLE_NAMESPACE?: string;
+  [binding: string]: unknown;
+}
+
+/** The Worker: answers what needs no engine, forwards the rest to the namespace's object. */
+export function bubbleWorker(
+  wasm: Pick<BubbleWasm, 'Edge'>,
+  options?: { binding?: string; namespace?: (request: Request, env: BubbleEnv) => string },
+): { fetch(request: Request, env: BubbleEnv): Promise<Response> };
+/** The Durable Object class over the wasm classes. */
+export function bubbleObject(wasm: Pick<BubbleWasm, 'Engine' | 'Edge' | 'MonotonicClock'>): new (ctx: unknown, env: BubbleEnv) => unknown;
+/** Durable Object storage whose puts resolve once durable. */
+export function durableStorage(storage: Storage & { sync?(): Promise<void> }): Storage;
+/** The config in `env.BUBBLE_CONFIG`. */
+export function configOf(env: BubbleEnv): Record<string, unknown>;

@@ -11,7 +11,7 @@ use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::HttpResponse;
 use crate::idgen::IdGen;
-use crate::ids::{ConnId, Millis};
+use crate::ids::{ConnId, Millis, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
@@ -88,12 +88,23 @@ impl Engine {
         let now = cx.now;
         match input {
             Input::OpenThreads { conn, token } => {
-                Self::register(conns, conn, ConnKind::Threads)?;
-                heartbeats.open(now, conn);
-                let principal = token
-                    .ok_or(crate::auth::AuthError::Missing)
-                    .and_then(|t| auth.authenticate(t, now));
-                threads.open(cx, conn, principal);
+                Self::open_threads(cx, threads, conns, heartbeats, auth, conn, token, &[])?;
+            }
+            Input::ResumeThreads {
+                conn,
+                token,
+                subscriptions,
+            } => {
+                Self::open_threads(
+                    cx,
+                    threads,
+                    conns,
+                    heartbeats,
+                    auth,
+                    conn,
+                    token,
+                    subscriptions,
+                )?;
             }
             Input::OpenChannels { conn, handshake } => {
                 Self::register(conns, conn, ConnKind::Channels)?;
@@ -179,6 +190,30 @@ impl Engine {
         Ok(())
     }
 
+    /// A `/v1/ws` socket opened, or resumed at `subscriptions`.
+    #[allow(clippy::too_many_arguments)]
+    fn open_threads(
+        cx: &mut Ctx<'_>,
+        threads: &mut Threads,
+        conns: &mut HashMap<ConnId, ConnKind>,
+        heartbeats: &mut Heartbeats,
+        auth: &Authenticator,
+        conn: ConnId,
+        token: Option<&str>,
+        subscriptions: &[(ThreadId, u64)],
+    ) -> Result<(), Misuse> {
+        Self::register(conns, conn, ConnKind::Threads)?;
+        heartbeats.open(cx.now, conn);
+        let principal = token
+            .ok_or(crate::auth::AuthError::Missing)
+            .and_then(|t| auth.authenticate(t, cx.now));
+        threads.open(cx, conn, principal);
+        if !subscriptions.is_empty() {
+            threads.resume_socket(cx, conn, subscriptions);
+        }
+        Ok(())
+    }
+
     fn register(
         conns: &mut HashMap<ConnId, ConnKind>,
         conn: ConnId,
@@ -192,6 +227,17 @@ impl Engine {
 
     fn kind_of(conns: &HashMap<ConnId, ConnKind>, conn: ConnId) -> Result<ConnKind, Misuse> {
         conns.get(&conn).copied().ok_or(Misuse::UnknownConn(conn))
+    }
+
+    /// Where the subscriptions of `/v1/ws` connection `conn` stand: per
+    /// thread (in id order), the next seq it sends. `None` when `conn` is no
+    /// open `/v1/ws` connection. A host that must be able to rebuild its
+    /// sockets on another engine keeps this after each input and passes it
+    /// to [`Input::ResumeThreads`]; once every output has been performed and
+    /// nothing is in flight, each position is the last seq delivered + 1.
+    #[must_use]
+    pub fn thread_subscriptions(&self, conn: ConnId) -> Option<Vec<(ThreadId, u64)>> {
+        self.threads.subscriptions(conn)
     }
 
     /// The next output, or `None` when there is nothing (yet) to do.

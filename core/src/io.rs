@@ -96,6 +96,22 @@ pub enum Input<'a> {
         /// The bearer token, if any.
         token: Option<&'a str>,
     },
+    /// A `/v1/ws` socket that outlived the engine that served it (a
+    /// Durable Object evicted while the runtime kept its sockets open),
+    /// opened again on this engine: authenticated with `token` as at
+    /// [`Input::OpenThreads`], then subscribed again to each thread from
+    /// its position, exactly as a `thread.subscribe` with that `fromSeq`
+    /// would, except that the client gets no second
+    /// `thread.subscription_opened` (it has one). Positions are what
+    /// [`crate::Engine::thread_subscriptions`] reported on the engine before.
+    ResumeThreads {
+        /// The host's handle for the socket (new to this engine).
+        conn: ConnId,
+        /// The bearer token the socket opened with, if any.
+        token: Option<&'a str>,
+        /// Per thread, the next seq to send (the last one delivered + 1).
+        subscriptions: &'a [(ThreadId, u64)],
+    },
     /// A `/socket` was upgraded after [`crate::Engine::channel_handshake`] accepted it.
     OpenChannels {
         /// The host's handle for the socket.

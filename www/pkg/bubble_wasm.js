@@ -420,6 +420,42 @@ export class Engine {
         }
     }
     /**
+     * A `/v1/ws` socket that outlived the engine that served it (a
+     * hibernated Durable Object socket), opened again with the `token` it
+     * opened with, and subscribed again to `threads[i]` from `nextSeqs[i]`
+     * (what `threadSubscriptions` reported on the engine before) without a
+     * second `thread.subscription_opened`.
+     * @param {number} nowMs
+     * @param {number} conn
+     * @param {string | null | undefined} token
+     * @param {string[]} threads
+     * @param {Float64Array} nextSeqs
+     */
+    resumeThreads(nowMs, conn, token, threads, nextSeqs) {
+        var ptr0 = isLikeNone(token) ? 0 : passStringToWasm0(token, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        var len0 = WASM_VECTOR_LEN;
+        const ptr1 = passArrayJsValueToWasm0(threads, wasm.__wbindgen_malloc);
+        const len1 = WASM_VECTOR_LEN;
+        const ptr2 = passArrayF64ToWasm0(nextSeqs, wasm.__wbindgen_malloc);
+        const len2 = WASM_VECTOR_LEN;
+        const ret = wasm.engine_resumeThreads(this.__wbg_ptr, nowMs, conn, ptr0, len0, ptr1, len1, ptr2, len2);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Where the subscriptions of `/v1/ws` socket `conn` stand, as
+     * `[threadId, nextSeq]` pairs in id order (`nextSeq`: the last seq
+     * delivered + 1 once the host has performed every output), or
+     * `undefined` when `conn` is no open `/v1/ws` socket.
+     * @param {number} conn
+     * @returns {[string, number][] | undefined}
+     */
+    threadSubscriptions(conn) {
+        const ret = wasm.engine_threadSubscriptions(this.__wbg_ptr, conn);
+        return ret;
+    }
+    /**
      * The deadline from `pollTimeout` passed (early ticks are harmless).
      * @param {number} nowMs
      */
@@ -509,10 +545,22 @@ function __wbg_get_imports() {
             const ret = new Object();
             return ret;
         },
+        __wbg_new_ee2291f50781bf1d: function() {
+            const ret = new Array();
+            return ret;
+        },
+        __wbg_of_20798cb14708764f: function(arg0, arg1) {
+            const ret = Array.of(arg0, arg1);
+            return ret;
+        },
         __wbg_parse_0fc53dead14b3b42: function() { return handleError(function (arg0, arg1) {
             const ret = JSON.parse(getStringFromWasm0(arg0, arg1));
             return ret;
         }, arguments); },
+        __wbg_push_2baf45db356cf468: function(arg0, arg1) {
+            const ret = arg0.push(arg1);
+            return ret;
+        },
         __wbg_set_145a351398b48c65: function() { return handleError(function (arg0, arg1, arg2) {
             const ret = Reflect.set(arg0, arg1, arg2);
             return ret;
@@ -576,6 +624,14 @@ function getDataViewMemory0() {
     return cachedDataViewMemory0;
 }
 
+let cachedFloat64ArrayMemory0 = null;
+function getFloat64ArrayMemory0() {
+    if (cachedFloat64ArrayMemory0 === null || cachedFloat64ArrayMemory0.byteLength === 0) {
+        cachedFloat64ArrayMemory0 = new Float64Array(wasm.memory.buffer);
+    }
+    return cachedFloat64ArrayMemory0;
+}
+
 function getStringFromWasm0(ptr, len) {
     return decodeText(ptr >>> 0, len);
 }
@@ -604,6 +660,13 @@ function isLikeNone(x) {
 function passArray8ToWasm0(arg, malloc) {
     const ptr = malloc(arg.length * 1, 1) >>> 0;
     getUint8ArrayMemory0().set(arg, ptr / 1);
+    WASM_VECTOR_LEN = arg.length;
+    return ptr;
+}
+
+function passArrayF64ToWasm0(arg, malloc) {
+    const ptr = malloc(arg.length * 8, 8) >>> 0;
+    getFloat64ArrayMemory0().set(arg, ptr / 8);
     WASM_VECTOR_LEN = arg.length;
     return ptr;
 }
@@ -696,6 +759,7 @@ function __wbg_finalize_init(instance, module) {
     wasm = instance.exports;
     wasmModule = module;
     cachedDataViewMemory0 = null;
+    cachedFloat64ArrayMemory0 = null;
     cachedUint8ArrayMemory0 = null;
     wasm.__wbindgen_start();
     return wasm;

@@ -112,6 +112,22 @@ impl Threads {
         }
     }
 
+    /// Subscribes a resumed `/v1/ws` socket again (see `Input::ResumeThreads`).
+    pub(crate) fn resume_socket(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        subs: &[(ThreadId, u64)],
+    ) {
+        self.ws_resume(cx, conn, subs);
+    }
+
+    /// Where the subscriptions of `conn` stand: per thread, the next seq.
+    pub(crate) fn subscriptions(&self, conn: ConnId) -> Option<Vec<(ThreadId, u64)>> {
+        let c = self.sockets.conns.get(&conn)?;
+        Some(c.subs.iter().map(|(t, s)| (t.clone(), s.next)).collect())
+    }
+
     /// A client frame on a `/v1/ws` socket.
     pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         self.ws_frame(cx, conn, frame);

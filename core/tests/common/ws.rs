@@ -1,6 +1,6 @@
 //! The harness's `/v1/ws` helpers: connections, frames sent and received.
 
-use bubble_core::{ConnId, Input, WsFrame};
+use bubble_core::{ConnId, Input, ThreadId, WsFrame};
 use serde_json::{json, Value};
 
 use super::{token, Harness};
@@ -19,6 +19,20 @@ impl Harness {
         self.next_conn += 1;
         self.open.insert(conn);
         self.input(Input::OpenThreads { conn, token });
+        conn
+    }
+
+    /// Opens a `/v1/ws` connection resumed from another engine: `token`,
+    /// and per thread the next seq to send.
+    pub fn resume(&mut self, token: Option<&str>, subscriptions: &[(ThreadId, u64)]) -> ConnId {
+        let conn = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.open.insert(conn);
+        self.input(Input::ResumeThreads {
+            conn,
+            token,
+            subscriptions,
+        });
         conn
     }
 

@@ -93,6 +93,12 @@ pub(crate) fn error(scope: Option<&str>, err: &BubbleError) -> Arc<str> {
     Arc::from(frame.to_string())
 }
 
+/// The client frame `{ type: 'thread.subscribe', threadId, fromSeq }`, for
+/// a subscription the engine resumes on a client's behalf.
+pub(crate) fn subscribe(thread: &ThreadId, from_seq: u64) -> String {
+    json!({ "type": "thread.subscribe", "threadId": thread, "fromSeq": from_seq }).to_string()
+}
+
 /// `{ type: 'thread.subscription_opened', threadId, throughSeq }`
 pub(crate) fn opened(thread: &ThreadId, through_seq: u64) -> Arc<str> {
     let frame = json!({ "type": "thread.subscription_opened", "threadId": thread, "throughSeq": through_seq });

@@ -48,6 +48,9 @@ pub(crate) struct Conn {
     pub(crate) parked: Option<u64>,
     /// Frames that arrived behind it, in order.
     pub(crate) queue: VecDeque<Queued>,
+    /// Threads being subscribed again after a resume: their
+    /// `thread.subscription_opened` was sent by an engine before this one.
+    pub(crate) resuming: BTreeSet<ThreadId>,
     window_start: Millis,
     window_frames: u32,
 }
@@ -61,6 +64,7 @@ impl Conn {
             closing: false,
             parked: None,
             queue: VecDeque::new(),
+            resuming: BTreeSet::new(),
             window_start: Millis(0),
             window_frames: 0,
         }

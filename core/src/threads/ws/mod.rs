@@ -80,6 +80,27 @@ impl Threads {
         cx.metrics.thread_connections += 1;
     }
 
+    /// A resumed socket's subscriptions: each one is a `thread.subscribe`
+    /// from its position, decided in order like client frames (a subscribe
+    /// that waits for a read holds the rest back), minus the
+    /// `thread.subscription_opened` the client already has. Nothing is
+    /// resumed on a socket whose bearer was refused.
+    pub(super) fn ws_resume(&mut self, cx: &mut Ctx<'_>, conn: ConnId, subs: &[(ThreadId, u64)]) {
+        let Some(c) = self.sockets.conns.get_mut(&conn) else {
+            return;
+        };
+        for (thread, next) in subs {
+            // A thread named twice is resumed once.
+            if c.resuming.insert(thread.clone()) {
+                let text = codec::subscribe(thread, (*next).max(1));
+                c.queue.push_back(Queued::Text(text));
+            }
+        }
+        if c.parked.is_none() {
+            self.run_queued(cx, conn);
+        }
+    }
+
     pub(super) fn ws_closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         let dropped = self.sockets.drop_subs(conn);
         if let Some(c) = self.sockets.conns.remove(&conn) {
@@ -165,6 +186,11 @@ impl Threads {
             Some(c) if c.parked == Some(op) => c.parked = None,
             _ => return,
         }
+        self.run_queued(cx, conn);
+    }
+
+    /// Runs the frames queued on `conn` in order until one parks.
+    fn run_queued(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         loop {
             let Some(c) = self.sockets.conns.get_mut(&conn) else {
                 return;
@@ -229,8 +255,18 @@ impl Threads {
             return None;
         }
         let held = match self.held(caller, &thread) {
-            Ok(held) => held,
             Err(Step::Need(query)) => return Some(query),
+            held => held,
+        };
+        // Decided from here on: a resumed subscription is resumed or ended now.
+        let resumed = self
+            .sockets
+            .conns
+            .get_mut(&conn)
+            .is_some_and(|c| c.resuming.remove(&thread));
+        let held = match held {
+            Ok(held) => held,
+            Err(Step::Need(_)) => return None,
             Err(Step::Fail(err)) => {
                 end_subscription(cx, conn, &thread, &err);
                 return None;
@@ -252,10 +288,12 @@ impl Threads {
             return None;
         }
         let head = self.cache.get(&thread).map_or(0, |t| t.head_seq);
-        cx.out.push(Output::Send {
-            conn,
-            frame: codec::opened(&thread, head),
-        });
+        if !resumed {
+            cx.out.push(Output::Send {
+                conn,
+                frame: codec::opened(&thread, head),
+            });
+        }
         cx.metrics.thread_subscriptions += 1;
         let floor = from_seq.min(head + 1);
         let sub = Sub {
