@@ -89,15 +89,17 @@ impl Threads {
         batch: BatchId,
         conflicts: &[ThreadId],
     ) -> Vec<Inflight> {
-        let doomed: HashSet<&ThreadId> = conflicts
+        let mut doomed: Vec<&ThreadId> = conflicts
             .iter()
             .filter(|t| self.batches.get(&batch.0).is_some_and(|ts| ts.contains(t)))
             .collect();
+        doomed.sort();
+        doomed.dedup();
         cx.metrics.write_conflicts += doomed.len() as u64;
         let (rerun, keep): (Vec<Inflight>, Vec<Inflight>) = self
             .inflight
             .drain(..)
-            .partition(|op| doomed.contains(&op.thread));
+            .partition(|op| doomed.contains(&&op.thread));
         self.inflight = keep.into();
         let rerun_ids: HashSet<u64> = rerun.iter().map(|op| op.id).collect();
         let durable: Vec<(ThreadId, u64)> = doomed
@@ -113,7 +115,7 @@ impl Threads {
             Tag::Event { thread, seq } => durable.iter().any(|(t, d)| t == &**thread && seq > d),
         });
         for threads in self.batches.values_mut() {
-            threads.retain(|t| !doomed.contains(t));
+            threads.retain(|t| !doomed.contains(&t));
         }
         let doomed: Vec<ThreadId> = doomed.into_iter().cloned().collect();
         for thread in &doomed {

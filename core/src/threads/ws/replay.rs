@@ -224,13 +224,16 @@ impl Threads {
     /// `root` or below whose caller no longer holds `events.subscribe` ends
     /// with a scoped `not_found` error and `thread.subscription_closed`.
     pub(in crate::threads) fn recheck_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
-        let affected: Vec<ThreadId> = self
+        let mut affected: Vec<ThreadId> = self
             .sockets
             .subscribers
             .keys()
             .filter(|t| *t == root || self.cache.ancestors(t).any(|a| a == root))
             .cloned()
             .collect();
+        // The root first, then the rest by id: the same outputs for the
+        // same inputs, whatever the hash map's order.
+        affected.sort_by(|a, b| (a != root, a).cmp(&(b != root, b)));
         for thread in affected {
             let subscribers: Vec<ConnId> = self
                 .sockets
