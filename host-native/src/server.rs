@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
@@ -87,6 +88,7 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     ));
     let app = http::router(host.clone());
 
+    let signals = Signals::catch();
     let base = format!("http://{addr}");
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
@@ -97,14 +99,14 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     }
 
     let stop = CancellationToken::new();
-    tokio::spawn(watch_signals(stop.clone()));
+    tokio::spawn(watch_signals(signals, stop.clone()));
     let inbox = running.inbox.clone();
     let signalled = stop.clone();
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        // Frames are small and latency-bound; coalescing happens above TCP.
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app)
+    let listener = crate::ws::Accepting(listener);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<crate::ws::Peer>(),
+    )
         .with_graceful_shutdown(async move {
             signalled.cancelled().await;
             tracing::info!("shutting down: closing sockets with 1001");
@@ -151,39 +153,51 @@ pub fn run(settings: Settings) -> Result<(), ServeError> {
     }
 }
 
-/// Resolves on the next SIGINT or SIGTERM.
-async fn signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
+/// SIGINT and SIGTERM, caught from the moment this is made: a signal that
+/// arrives right after the listening line still shuts down gracefully.
+struct Signals {
+    interrupt: Option<Signal>,
+    terminate: Option<Signal>,
+}
+
+impl Signals {
+    fn catch() -> Signals {
+        let watch = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(stream) => Some(stream),
             Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM");
-                std::future::pending::<()>().await;
+                tracing::warn!(error = %e, "cannot watch {name}");
+                None
+            }
+        };
+        Signals {
+            interrupt: watch(SignalKind::interrupt(), "SIGINT"),
+            terminate: watch(SignalKind::terminate(), "SIGTERM"),
+        }
+    }
+
+    /// Resolves on the next SIGINT or SIGTERM.
+    async fn next(&mut self) {
+        async fn recv(stream: &mut Option<Signal>) {
+            match stream {
+                Some(stream) => {
+                    stream.recv().await;
+                }
+                None => std::future::pending().await,
             }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        tokio::select! {
+            () = recv(&mut self.interrupt) => {}
+            () = recv(&mut self.terminate) => {}
+        }
     }
 }
 
 /// The first signal starts a graceful shutdown; a second one exits at once
 /// (what is committed stays committed; nothing else was acknowledged).
-async fn watch_signals(stop: CancellationToken) {
-    signal().await;
+async fn watch_signals(mut signals: Signals, stop: CancellationToken) {
+    signals.next().await;
     stop.cancel();
-    signal().await;
+    signals.next().await;
     tracing::warn!("second signal: exiting without waiting");
     std::process::exit(130);
 }

@@ -1,19 +1,27 @@
-//! A socket as the engine task sees it: an outbound queue of WebSocket
-//! frames, already encoded, shared with the socket's task.
+//! A socket as the engine task sees it: one outbound queue of WebSocket
+//! frames, already encoded, shared by the engine task and the socket's task.
 //!
-//! The engine task appends each frame's bytes to the queue; the socket's task
-//! takes everything queued at once and writes it with one write, so a socket
-//! that fell behind catches up with one system call per turn instead of one
-//! per frame. The task is woken only when the queue goes from empty to not
-//! empty. The queue is bounded in frames (queued or being written); a full
-//! queue is a slow consumer.
+//! The engine appends each frame's bytes as it decides them and, at the end
+//! of its turn, writes every socket it queued to with one non-blocking
+//! `send` from its own thread ([`ConnHandle::flush`]): a socket that keeps
+//! up costs one system call per engine turn, however many frames the turn
+//! queued for it, and no task wake-up. When the kernel does not take
+//! everything (the peer reads slowly), the rest is handed to the socket's
+//! task, which waits for writability and writes the queue until it is
+//! empty, then hands writing back. The protocol layer's own replies (Pong,
+//! Close) join the same queue, and a Close or a drain report is always the
+//! task's to write. One writer at a time, decided under the queue's lock,
+//! keeps the bytes in order. The queue is bounded in frames (queued or being
+//! written); a full queue is a slow consumer.
 
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use bubble_core::edge::{OutboundLimit, SlowConsumer};
 use bubble_core::SharedFrame;
 
+use crate::ws::{send_now, Sent};
 use crate::ws::frame;
 
 /// What the writer of one socket is asked to do, in order.
@@ -38,23 +46,38 @@ pub(crate) enum QueueError {
     Gone,
 }
 
+/// Whether the engine must flush the socket at the end of its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// First bytes since the last flush: remember the socket.
+    Flush,
+    /// Already remembered, or nothing for the engine to write.
+    Nothing,
+}
+
 /// The queue's state, behind one lock.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
-    /// Encoded frames not yet taken by the writer.
+    /// Encoded frames not yet written, in order.
     bytes: Vec<u8>,
-    /// Frames in `bytes`.
+    /// Frames in `bytes` (a frame partly sent counts until it is done).
     queued: usize,
-    /// Frames taken by the writer and not yet written.
+    /// Frames the socket's task took and has not finished writing.
     writing: usize,
+    /// The socket's task writes until the queue is empty; the engine
+    /// does not.
+    task_writes: bool,
+    /// The engine queued frames since it last flushed this socket.
+    due: bool,
     /// A `WantDrained` is in `bytes`' span.
     want_drained: bool,
     /// Close with this code once `bytes` is written.
     close: Option<u16>,
     /// Close now with this code, dropping what is queued.
     kill: Option<u16>,
-    /// The socket's task ended.
-    gone: bool,
+    /// The engine's own descriptor of the connection; `None` once the
+    /// socket's task ended (later pushes fail with `Gone`).
+    fd: Option<Arc<OwnedFd>>,
     /// The socket's task, to wake when there is something to do.
     waker: Option<Waker>,
 }
@@ -65,6 +88,22 @@ impl State {
             waker.wake();
         }
     }
+
+    fn register(&mut self, cx: &Context<'_>) {
+        if !self
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            self.waker = Some(cx.waker().clone());
+        }
+    }
+
+    /// Hands writing to the socket's task.
+    fn hand_over(&mut self) {
+        self.task_writes = true;
+        self.wake();
+    }
 }
 
 /// The queue shared by the engine task and one socket's task.
@@ -74,11 +113,11 @@ pub(crate) struct Outbound {
     limit: OutboundLimit,
 }
 
-/// What the socket's task takes from the queue in one turn.
+/// What the socket's task does in one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Turn {
-    /// Write the bytes taken; then report `Drained` if asked, then close
-    /// with the code if any.
+    /// Write the queue; then report `Drained` if asked, then close with the
+    /// code if any.
     Write {
         /// Report `Drained` once written.
         want_drained: bool,
@@ -95,47 +134,60 @@ impl Outbound {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Resolves when there is something to do (registers the socket task
+    /// Resolves when the socket's task has something to do (registers it
     /// to be woken otherwise).
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.lock();
-        if state.kill.is_some() || state.queued > 0 || state.want_drained || state.close.is_some() {
+        if state.kill.is_some() || state.task_writes || state.want_drained || state.close.is_some()
+        {
             return Poll::Ready(());
         }
-        if !state
-            .waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            state.waker = Some(cx.waker().clone());
-        }
+        state.register(cx);
         Poll::Pending
     }
 
-    /// Takes what there is to do: the queued bytes are appended to `into`
-    /// and counted as being written until [`Outbound::written`]. `None`
-    /// when there is nothing.
-    pub(crate) fn take(&self, into: &mut Vec<u8>) -> Option<Turn> {
+    /// The socket task's turn, if it has one.
+    pub(crate) fn turn(&self) -> Option<Turn> {
         let mut state = self.lock();
         if let Some(code) = state.kill {
             return Some(Turn::Kill(code));
         }
-        if state.queued == 0 && !state.want_drained && state.close.is_none() {
+        if !state.task_writes && !state.want_drained && state.close.is_none() {
             return None;
         }
-        if into.is_empty() {
-            // Hand the buffer over instead of copying it.
-            std::mem::swap(into, &mut state.bytes);
-        } else {
-            into.extend_from_slice(&state.bytes);
-            state.bytes.clear();
-        }
-        state.writing += state.queued;
-        state.queued = 0;
         Some(Turn::Write {
             want_drained: std::mem::take(&mut state.want_drained),
             close: state.close.take(),
         })
+    }
+
+    /// The socket's task finished writing what it took before: takes the
+    /// rest of the queue into `into` (empty, kept for reuse by the queue)
+    /// and keeps writing; false when the queue is empty (writing goes back
+    /// to the engine) or the socket was killed.
+    pub(crate) fn take(&self, into: &mut Vec<u8>) -> bool {
+        into.clear();
+        let mut state = self.lock();
+        state.writing = 0;
+        if state.kill.is_some() || state.bytes.is_empty() {
+            state.task_writes = false;
+            if into.capacity() > frame::KEEP_BUFFER {
+                *into = Vec::new();
+            }
+            return false;
+        }
+        std::mem::swap(into, &mut state.bytes);
+        state.writing = std::mem::take(&mut state.queued);
+        state.task_writes = true;
+        true
+    }
+
+    /// Appends bytes of the socket's own protocol layer (a Pong or a Close
+    /// reply) for the socket's task to write.
+    pub(crate) fn append(&self, bytes: &[u8]) {
+        let mut state = self.lock();
+        state.bytes.extend_from_slice(bytes);
+        state.task_writes = true;
     }
 
     /// Resolves once the socket is killed, with the code.
@@ -144,66 +196,80 @@ impl Outbound {
         match state.kill {
             Some(code) => Poll::Ready(code),
             None => {
-                if !state
-                    .waker
-                    .as_ref()
-                    .is_some_and(|w| w.will_wake(cx.waker()))
-                {
-                    state.waker = Some(cx.waker().clone());
-                }
+                state.register(cx);
                 Poll::Pending
             }
         }
     }
 
-    /// Everything taken so far has been written; `spare` is an empty buffer
-    /// the queue may reuse.
-    pub(crate) fn written(&self, spare: &mut Vec<u8>) {
-        let mut state = self.lock();
-        state.writing = 0;
-        if state.bytes.capacity() == 0 && spare.capacity() <= frame::KEEP_BUFFER {
-            spare.clear();
-            std::mem::swap(&mut state.bytes, spare);
-        }
-    }
-
-    /// The socket's task ended: later pushes fail with `Gone`.
+    /// The socket's task ended: later pushes fail with `Gone`, and the
+    /// engine's descriptor is closed.
     pub(crate) fn gone(&self) {
         let mut state = self.lock();
-        state.gone = true;
+        state.fd = None;
         state.bytes = Vec::new();
         state.waker = None;
     }
 
-    fn push(&self, msg: &OutMsg) -> Result<(), QueueError> {
+    fn push(&self, msg: &OutMsg) -> Result<Due, QueueError> {
         let mut state = self.lock();
-        if state.gone {
+        if state.fd.is_none() {
             return Err(QueueError::Gone);
         }
         if state.close.is_some() || state.kill.is_some() {
             // Nothing follows a Close.
-            return Ok(());
+            return Ok(Due::Nothing);
         }
         self.limit
             .admit(state.queued + state.writing)
             .map_err(QueueError::Full)?;
-        let was_idle = state.queued == 0 && !state.want_drained;
         match msg {
-            OutMsg::Frame(text) => {
-                frame::encode_text(&mut state.bytes, text.as_bytes());
-                state.queued += 1;
+            OutMsg::Frame(text) => frame::encode_text(&mut state.bytes, text.as_bytes()),
+            OutMsg::Ping => frame::encode_ping(&mut state.bytes),
+            OutMsg::Close(code) => {
+                state.close = Some(*code);
+                state.wake();
+                return Ok(Due::Nothing);
             }
-            OutMsg::Ping => {
-                frame::encode_ping(&mut state.bytes);
-                state.queued += 1;
+            OutMsg::WantDrained => {
+                state.want_drained = true;
+                state.wake();
+                return Ok(Due::Nothing);
             }
-            OutMsg::Close(code) => state.close = Some(*code),
-            OutMsg::WantDrained => state.want_drained = true,
         }
-        if was_idle {
-            state.wake();
+        state.queued += 1;
+        if std::mem::replace(&mut state.due, true) {
+            Ok(Due::Nothing)
+        } else {
+            Ok(Due::Flush)
         }
-        Ok(())
+    }
+
+    /// Writes the queue from the engine's thread unless the socket's task
+    /// is writing; what the kernel does not take goes to the task.
+    fn flush(&self) {
+        let mut state = self.lock();
+        state.due = false;
+        if state.task_writes || state.kill.is_some() || state.bytes.is_empty() {
+            return;
+        }
+        let Some(fd) = state.fd.as_ref() else {
+            return;
+        };
+        match send_now(fd.as_ref(), &state.bytes) {
+            Sent::All => {
+                state.bytes.clear();
+                state.queued = 0;
+                if state.bytes.capacity() > frame::KEEP_BUFFER {
+                    state.bytes = Vec::new();
+                }
+            }
+            Sent::Part(n) => {
+                state.bytes.drain(..n);
+                state.hand_over();
+            }
+            Sent::Failed => state.hand_over(),
+        }
     }
 
     fn kill(&self, code: u16) {
@@ -225,18 +291,36 @@ pub(crate) struct ConnHandle {
 }
 
 impl ConnHandle {
-    /// A handle and the socket task's end of its queue, bounded by `limit`.
-    pub(crate) fn new(limit: OutboundLimit) -> (ConnHandle, Arc<Outbound>) {
+    /// A handle writing through `fd` and the socket task's end of its
+    /// queue, bounded by `limit`.
+    pub(crate) fn new(limit: OutboundLimit, fd: Arc<OwnedFd>) -> (ConnHandle, Arc<Outbound>) {
         let out = Arc::new(Outbound {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                bytes: Vec::new(),
+                queued: 0,
+                writing: 0,
+                task_writes: false,
+                due: false,
+                want_drained: false,
+                close: None,
+                kill: None,
+                fd: Some(fd),
+                waker: None,
+            }),
             limit,
         });
         (ConnHandle { out: out.clone() }, out)
     }
 
-    /// Queues `msg` without waiting.
-    pub(crate) fn push(&self, msg: OutMsg) -> Result<(), QueueError> {
+    /// Queues `msg` without writing; says whether the socket is now due a
+    /// [`flush`](ConnHandle::flush).
+    pub(crate) fn push(&self, msg: OutMsg) -> Result<Due, QueueError> {
         self.out.push(&msg)
+    }
+
+    /// Writes what is queued, at the end of the engine's turn.
+    pub(crate) fn flush(&self) {
+        self.out.flush();
     }
 
     /// Closes the socket now, dropping whatever is queued.
@@ -255,76 +339,122 @@ impl ConnHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::task::Waker;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
 
-    fn take(out: &Outbound, into: &mut Vec<u8>) -> Poll<Turn> {
-        match out.poll_ready(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(()) => Poll::Ready(out.take(into).expect("something to take")),
-            Poll::Pending => {
-                assert_eq!(out.take(into), None);
-                Poll::Pending
-            }
+    /// A handle writing into one end of a socket pair, and the other end.
+    fn pair(frames: usize) -> (ConnHandle, Arc<Outbound>, UnixStream) {
+        let (ours, peer) = UnixStream::pair().expect("socket pair");
+        peer.set_nonblocking(true).expect("non-blocking");
+        let (handle, out) = ConnHandle::new(OutboundLimit::frames(frames), Arc::new(OwnedFd::from(ours)));
+        (handle, out, peer)
+    }
+
+    fn read_all(peer: &mut UnixStream) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64 * 1024];
+        while let Ok(n @ 1..) = peer.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
         }
+        got
+    }
+
+    fn ready(out: &Outbound) -> bool {
+        out.poll_ready(&mut Context::from_waker(Waker::noop()))
+            .is_ready()
     }
 
     #[test]
-    fn frames_queue_encoded_and_are_taken_at_once() {
-        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
-        let mut into = Vec::new();
-        assert_eq!(take(&out, &mut into), Poll::Pending);
-        handle.push(OutMsg::Frame("ab".into())).unwrap();
-        handle.push(OutMsg::Ping).unwrap();
+    fn the_engine_writes_a_turn_of_frames_with_one_send_and_no_task() {
+        let (handle, out, mut peer) = pair(8);
+        assert_eq!(handle.push(OutMsg::Frame("ab".into())), Ok(Due::Flush));
+        assert_eq!(handle.push(OutMsg::Ping), Ok(Due::Nothing));
+        assert!(read_all(&mut peer).is_empty(), "nothing is sent before the flush");
+        handle.flush();
+        assert_eq!(read_all(&mut peer), [0x81, 2, b'a', b'b', 0x89, 0]);
+        assert!(!ready(&out));
+        assert_eq!(out.turn(), None);
+        assert_eq!(handle.push(OutMsg::Frame("c".into())), Ok(Due::Flush));
+    }
+
+    #[test]
+    fn what_the_kernel_does_not_take_goes_to_the_task_in_order() {
+        let (handle, out, mut peer) = pair(8);
+        let big = "x".repeat(4 << 20);
+        handle.push(OutMsg::Frame(big.as_str().into())).unwrap();
+        handle.flush();
+        assert!(ready(&out), "the rest is handed to the task");
         assert_eq!(
-            take(&out, &mut into),
-            Poll::Ready(Turn::Write {
+            out.turn(),
+            Some(Turn::Write {
                 want_drained: false,
                 close: None
             })
         );
-        assert_eq!(into, [0x81, 2, b'a', b'b', 0x89, 0]);
-        assert_eq!(take(&out, &mut Vec::new()), Poll::Pending);
+        // Frames queued meanwhile wait for the task, behind the rest.
+        handle.push(OutMsg::Frame("tail".into())).unwrap();
+        handle.flush();
+        let mut got = read_all(&mut peer);
+        let mut taken = Vec::new();
+        while out.take(&mut taken) {
+            got.extend_from_slice(&taken);
+        }
+        got.extend(read_all(&mut peer));
+        let mut want = Vec::new();
+        frame::encode_text(&mut want, big.as_bytes());
+        frame::encode_text(&mut want, b"tail");
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "bytes arrive whole and in order");
+        assert!(!ready(&out), "writing went back to the engine");
+        handle.push(OutMsg::Frame("next".into())).unwrap();
+        handle.flush();
+        assert_eq!(read_all(&mut peer), [0x81, 4, b'n', b'e', b'x', b't']);
     }
 
     #[test]
-    fn capacity_counts_frames_being_written() {
-        let (handle, out) = ConnHandle::new(OutboundLimit::frames(2));
+    fn capacity_counts_frames_queued_and_being_written() {
+        let (handle, out, _peer) = pair(2);
+        out.append(b"pong");
         handle.push(OutMsg::Frame("a".into())).unwrap();
-        let mut into = Vec::new();
-        assert!(take(&out, &mut into).is_ready());
+        let mut taken = Vec::new();
+        assert!(out.take(&mut taken));
         handle.push(OutMsg::Frame("b".into())).unwrap();
         assert_eq!(
             handle.push(OutMsg::Frame("c".into())),
             Err(QueueError::Full(SlowConsumer))
         );
-        into.clear();
-        out.written(&mut into);
+        assert!(out.take(&mut taken));
+        assert!(!out.take(&mut taken));
         handle.push(OutMsg::Frame("c".into())).unwrap();
     }
 
     #[test]
-    fn close_and_drained_ride_after_the_frames() {
-        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
+    fn close_and_drained_wake_the_task_and_ride_after_the_frames() {
+        let (handle, out, _peer) = pair(8);
+        handle.push(OutMsg::Frame("a".into())).unwrap();
         handle.push(OutMsg::WantDrained).unwrap();
         handle.close(1000);
-        handle.push(OutMsg::Frame("late".into())).unwrap();
-        let mut into = Vec::new();
+        assert_eq!(handle.push(OutMsg::Frame("late".into())), Ok(Due::Nothing));
+        assert!(ready(&out));
         assert_eq!(
-            take(&out, &mut into),
-            Poll::Ready(Turn::Write {
+            out.turn(),
+            Some(Turn::Write {
                 want_drained: true,
                 close: Some(1000)
             })
         );
-        assert!(into.is_empty());
+        let mut taken = Vec::new();
+        assert!(out.take(&mut taken));
+        assert_eq!(taken, [0x81, 1, b'a']);
     }
 
     #[test]
     fn kill_wins_and_keeps_the_first_code() {
-        let (handle, out) = ConnHandle::new(OutboundLimit::frames(8));
+        let (handle, out, _peer) = pair(8);
         handle.push(OutMsg::Frame("a".into())).unwrap();
         handle.kill(SlowConsumer.close_code());
         handle.close(1006);
-        assert_eq!(take(&out, &mut Vec::new()), Poll::Ready(Turn::Kill(1013)));
+        assert_eq!(out.turn(), Some(Turn::Kill(1013)));
         out.gone();
         assert_eq!(handle.push(OutMsg::Ping), Err(QueueError::Gone));
     }

@@ -27,7 +27,7 @@ pub(crate) mod conn;
 
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
-use conn::{ConnHandle, OutMsg, QueueError};
+use conn::{ConnHandle, Due, OutMsg, QueueError};
 
 /// Capacity of the engine's inbox; senders wait when it is full.
 pub(crate) const INBOX_CAPACITY: usize = 4096;
@@ -135,6 +135,8 @@ struct Driver {
     reads: Reads,
     /// Reads answered inline, to report as `ReadDone`.
     answered: Vec<ReadDone>,
+    /// Sockets with frames queued this turn, written at its end.
+    due: Vec<ConnId>,
 }
 
 /// Where the engine's reads are answered.
@@ -275,6 +277,7 @@ impl Driver {
             settled: Vec::new(),
             reads,
             answered: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -312,12 +315,14 @@ impl Driver {
                     }
                     for command in commands.drain(..) {
                         if !self.command(command) {
+                            self.flush_sockets();
                             return self.finish();
                         }
                     }
                 }
                 () = sleep_until(deadline) => self.input(Input::Tick),
             }
+            self.flush_sockets();
         }
         self.finish();
     }
@@ -521,12 +526,23 @@ impl Driver {
         }
     }
 
+    /// Writes every socket queued to this turn: one system call each,
+    /// however many frames the turn queued for it.
+    fn flush_sockets(&mut self) {
+        for conn in self.due.drain(..) {
+            if let Some(handle) = self.conns.get(&conn) {
+                handle.flush();
+            }
+        }
+    }
+
     fn queue(&mut self, conn: ConnId, msg: OutMsg) {
         let Some(handle) = self.conns.get(&conn) else {
             return;
         };
         match handle.push(msg) {
-            Ok(()) => {}
+            Ok(Due::Flush) => self.due.push(conn),
+            Ok(Due::Nothing) => {}
             Err(QueueError::Full(slow)) => {
                 // A slow consumer: close it rather than let its queue grow.
                 let code = slow.close_code();

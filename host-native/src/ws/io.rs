@@ -1,52 +1,41 @@
 //! The transport under a socket's protocol layer: reads come from the
-//! connection, writes gather in one outbound buffer that only
-//! [`poll_flush`](AsyncWrite::poll_flush) sends.
+//! connection; writes join the socket's outbound queue, which only
+//! [`poll_flush`](AsyncWrite::poll_flush) sends from the socket's task.
 //!
 //! The protocol layer's own writes (Pong and Close replies) and the frames
-//! the engine queued share that buffer, so a partly written frame is always
-//! completed before anything else goes out.
+//! the engine queued share that queue, so a frame the engine's thread sent
+//! only in part is always completed before anything else goes out.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::frame::KEEP_BUFFER;
+use crate::driver::conn::Outbound;
 
-/// An upgraded connection with a write-behind buffer.
+/// An upgraded connection writing through its outbound queue.
 pub(crate) struct WsIo {
     inner: TokioIo<Upgraded>,
-    out: Vec<u8>,
-    /// Bytes of `out` already sent.
+    queue: Arc<Outbound>,
+    /// Bytes taken from the queue and being written.
+    taken: Vec<u8>,
+    /// Bytes of `taken` already sent.
     sent: usize,
 }
 
 impl WsIo {
-    /// Wraps an upgraded connection.
-    pub(crate) fn new(inner: TokioIo<Upgraded>) -> WsIo {
+    /// Wraps an upgraded connection whose writes go through `queue`.
+    pub(crate) fn new(inner: TokioIo<Upgraded>, queue: Arc<Outbound>) -> WsIo {
         WsIo {
             inner,
-            out: Vec::new(),
+            queue,
+            taken: Vec::new(),
             sent: 0,
         }
-    }
-
-    /// True when bytes wait to be sent.
-    pub(crate) fn has_pending(&self) -> bool {
-        self.sent < self.out.len()
-    }
-
-    /// The outbound buffer, to append encoded frames to (or, when nothing
-    /// is pending, to swap a filled buffer in).
-    pub(crate) fn out(&mut self) -> &mut Vec<u8> {
-        if !self.has_pending() {
-            self.out.clear();
-            self.sent = 0;
-        }
-        &mut self.out
     }
 }
 
@@ -66,23 +55,25 @@ impl AsyncWrite for WsIo {
         _: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.get_mut().out().extend_from_slice(buf);
+        self.queue.append(buf);
         Poll::Ready(Ok(buf.len()))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        while this.sent < this.out.len() {
-            let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &this.out[this.sent..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        loop {
+            while this.sent < this.taken.len() {
+                let n =
+                    ready!(Pin::new(&mut this.inner).poll_write(cx, &this.taken[this.sent..]))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                this.sent += n;
             }
-            this.sent += n;
-        }
-        this.out.clear();
-        this.sent = 0;
-        if this.out.capacity() > KEEP_BUFFER {
-            this.out = Vec::new();
+            this.sent = 0;
+            if !this.queue.take(&mut this.taken) {
+                break;
+            }
         }
         Pin::new(&mut this.inner).poll_flush(cx)
     }

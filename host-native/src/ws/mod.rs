@@ -4,19 +4,22 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use bubble_core::edge::ChannelsUpgrade;
+use bubble_core::edge::{ChannelsUpgrade, OutboundLimit};
 use tokio::sync::oneshot;
 
+mod direct;
 pub(crate) mod frame;
 mod gate;
 mod io;
 mod socket;
 mod upgrade;
 
+use crate::driver::conn::ConnHandle;
 use crate::driver::Command;
 use crate::http::{respond, unavailable, Host};
 use socket::Open;
-use upgrade::Upgrade;
+pub(crate) use direct::{send_now, Accepting, Peer, Sent};
+use upgrade::{Refusal, Upgrade};
 
 /// Upgrades `req` and runs the socket on a tracked task.
 fn upgrade(mut req: Request, host: Arc<Host>, open: Open, max_message: usize) -> Response {
@@ -24,15 +27,19 @@ fn upgrade(mut req: Request, host: Arc<Host>, open: Open, max_message: usize) ->
         Ok(upgrade) => upgrade,
         Err(refusal) => return refusal.into_response(),
     };
+    let Some(fd) = direct::own_fd(&req) else {
+        return Refusal::NotUpgradable.into_response();
+    };
+    let (handle, queue) = ConnHandle::new(OutboundLimit::new(&host.limits), fd);
     // The protocol layer refuses what is far over the limit without reading
     // it; between the limit and the hard bound the socket closes with 1009
     // after reading the message.
     let hard_bound = max_message.saturating_mul(2).saturating_add(64 * 1024);
-    let (response, socket) = upgrade.accept(hard_bound);
+    let (response, socket) = upgrade.accept(hard_bound, queue.clone());
     let tracker = host.sockets.clone();
     tracker.spawn(async move {
         match socket.await {
-            Ok(ws) => socket::run(ws, host, open, max_message).await,
+            Ok(ws) => socket::run(ws, host, open, max_message, handle, queue).await,
             Err(e) => tracing::info!(error = %e, "websocket upgrade failed"),
         }
     });

@@ -1,16 +1,17 @@
 //! One task per WebSocket: reads client frames into the engine's inbox and
-//! writes the engine's frames from the socket's bounded queue.
+//! writes what the engine's thread handed over.
 //!
-//! Writes are coalesced: the engine queues frames already encoded, and the
-//! task writes everything queued with one write per turn. The engine is told
-//! `Closed` exactly once (the engine task ignores the report for a socket it
-//! already closed itself).
+//! The engine writes a socket that keeps up itself (see
+//! [`crate::driver::conn`]); this task writes only when the kernel did not
+//! take everything, when the protocol layer replied to a Ping or a Close,
+//! and to close. The engine is told `Closed` exactly once (the engine task
+//! ignores the report for a socket it already closed itself).
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bubble_core::edge::{AcceptedHandshake, OutboundLimit};
+use bubble_core::edge::AcceptedHandshake;
 use bubble_core::ConnId;
 use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,10 +56,17 @@ enum End {
     Failed(String),
 }
 
-/// Runs the socket until it closes.
-pub(crate) async fn run(mut ws: Socket, host: Arc<Host>, open: Open, max_message: usize) {
+/// Runs the socket until it closes; `handle` is the engine's end of the
+/// socket's queue `out`.
+pub(crate) async fn run(
+    mut ws: Socket,
+    host: Arc<Host>,
+    open: Open,
+    max_message: usize,
+    handle: ConnHandle,
+    out: Arc<Outbound>,
+) {
     let conn = host.next_conn();
-    let (handle, out) = ConnHandle::new(OutboundLimit::new(&host.limits));
     let (kind, command) = match open {
         Open::Threads { token } => (
             "threads",
@@ -128,17 +136,8 @@ async fn pump(
     host: &Host,
     max_message: usize,
 ) -> End {
-    // Frames taken from the queue; the buffer alternates with the
-    // transport's, so a busy socket does not allocate per turn.
-    let mut taken = Vec::new();
     let gate = ReadGate::new();
     loop {
-        if ws.get_ref().has_pending() {
-            // A Pong or Close reply of the protocol layer.
-            if let Err(end) = flush(ws, out).await {
-                return end;
-            }
-        }
         tokio::select! {
             () = ready(out) => {}
             msg = poll_fn(|cx| gate.poll_next(ws, cx)) => {
@@ -154,7 +153,7 @@ async fn pump(
                 continue;
             }
         }
-        let (want_drained, close) = match out.take(&mut taken) {
+        let (want_drained, close) = match out.turn() {
             None => continue,
             Some(Turn::Kill(code)) => return ours(code),
             Some(Turn::Write {
@@ -162,39 +161,34 @@ async fn pump(
                 close,
             }) => (want_drained, close),
         };
-        let buf = ws.get_mut().out();
-        if buf.is_empty() {
-            std::mem::swap(buf, &mut taken);
-        } else {
-            buf.extend_from_slice(&taken);
-            taken.clear();
-        }
-        if let Some(code) = close {
-            frame::encode_close(buf, code);
-        }
         if let Err(end) = flush(ws, out).await {
             return end;
         }
-        out.written(&mut taken);
         if want_drained {
             let _ = host.inbox.send(Command::Drained { conn }).await;
         }
         if let Some(code) = close {
+            let mut bytes = Vec::new();
+            frame::encode_close(&mut bytes, code);
+            out.append(&bytes);
+            if let Err(end) = flush(ws, out).await {
+                return end;
+            }
             return End::Ours { code, sent: true };
         }
     }
 }
 
-/// Resolves when the queue has something to write, after letting the
-/// engine finish its turn (and the runtime gather what else arrived), so
-/// that one write carries everything queued by then: a socket that falls
-/// behind catches up in fewer writes.
+/// Resolves when the task has something to do, after letting the engine
+/// finish its turn (and the runtime gather what else arrived), so that one
+/// write carries everything queued by then: a socket that falls behind
+/// catches up in fewer writes.
 async fn ready(out: &Outbound) {
     poll_fn(|cx| out.poll_ready(cx)).await;
     tokio::task::yield_now().await;
 }
 
-/// Sends everything the transport holds, unless the socket is killed first.
+/// Writes the queue until it is empty, unless the socket is killed first.
 async fn flush(ws: &mut Socket, out: &Outbound) -> Result<(), End> {
     let io = ws.get_mut();
     tokio::select! {

@@ -3,6 +3,8 @@
 //! half-close and drain what the peer still sends, so the peer reads the
 //! Close frame instead of a connection reset.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -14,6 +16,7 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 use super::io::WsIo;
+use crate::driver::conn::Outbound;
 
 /// Read buffer of one socket, in bytes. The protocol layer zero-fills it
 /// on every read attempt, which happens on every wake of the socket's task:
@@ -107,10 +110,12 @@ impl Upgrade {
     }
 
     /// The `101 Switching Protocols` response, and the future socket
-    /// (messages up to `max_message` bytes; larger ones fail to read).
+    /// (messages up to `max_message` bytes; larger ones fail to read)
+    /// writing through `queue`.
     pub(crate) fn accept(
         self,
         max_message: usize,
+        queue: Arc<Outbound>,
     ) -> (
         Response,
         impl std::future::Future<Output = Result<Socket, hyper::Error>>,
@@ -131,7 +136,7 @@ impl Upgrade {
         let socket = async move {
             let upgraded = on_upgrade.await?;
             Ok(WebSocketStream::from_raw_socket(
-                WsIo::new(TokioIo::new(upgraded)),
+                WsIo::new(TokioIo::new(upgraded), queue),
                 Role::Server,
                 Some(config),
             )
