@@ -37,6 +37,8 @@ enum Scenario {
     Fanout,
     /// Channel fan-out on nchan alone.
     FanoutNchan,
+    /// Fan-out on the floor server alone (one write per frame).
+    FanoutFloor,
     /// 2: channel fan-out on Bubble and nchan in the same run, and the ratio.
     FanoutVsNchan,
     /// 3: thread fan-out over /v1/ws, HTTP and WS appenders, both stores.
@@ -159,6 +161,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
     match scenario {
         Scenario::Fanout => scenarios::fanout::scenario_fanout(ctx),
         Scenario::FanoutNchan => scenarios::fanout::scenario_fanout_nchan(ctx),
+        Scenario::FanoutFloor => scenarios::fanout::scenario_fanout_floor(ctx),
         Scenario::FanoutVsNchan => scenarios::fanout::scenario_fanout_vs_nchan(ctx),
         Scenario::ThreadFanout => scenarios::thread_fanout::scenario(ctx),
         Scenario::Appends => scenarios::appends::scenario(ctx),

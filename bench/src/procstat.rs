@@ -13,15 +13,45 @@ pub fn ticks_per_sec() -> u64 {
     }
 }
 
-/// User plus system CPU seconds used so far by `pid` (all its threads).
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
+/// User and system CPU seconds used so far by `pid` (all its threads).
+pub fn user_system_seconds(pid: u32) -> Option<(f64, f64)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = after.split_whitespace().collect();
     // Fields 14 and 15 of stat(5), counted from after the command name.
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / ticks_per_sec() as f64)
+    let tick = ticks_per_sec() as f64;
+    Some((utime as f64 / tick, stime as f64 / tick))
+}
+
+/// User plus system CPU seconds used so far by `pid` (all its threads).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    user_system_seconds(pid).map(|(u, s)| u + s)
+}
+
+/// Nanoseconds `pid`'s threads have run so far
+/// (`/proc/<pid>/task/*/schedstat`, first field: exact, not sampled).
+pub fn run_ns(pid: u32) -> u64 {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The process id of `ksoftirqd/<core>`, the kernel thread that finishes
+/// the network work interrupts on that core could not.
+pub fn ksoftirqd(core: usize) -> Option<u32> {
+    let want = format!("ksoftirqd/{core}");
+    fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let comm = fs::read_to_string(e.path().join("comm")).ok()?;
+        (comm.trim() == want).then_some(pid)
+    })
 }
 
 /// A `VmRSS`-style field of `/proc/<pid>/status`, in KiB.
@@ -82,20 +112,57 @@ pub fn runqueue_wait_ns(pid: u32) -> u64 {
 pub struct CpuMeter {
     pids: Vec<u32>,
     start_cpu: f64,
+    start_user: f64,
     start_wait: u64,
     start_ns: u64,
+    /// `ksoftirqd` of the server's core and its run time at the start.
+    softirq: Option<(u32, u64)>,
+}
+
+fn user_seconds(pids: &[u32]) -> f64 {
+    pids.iter()
+        .filter_map(|&p| user_system_seconds(p))
+        .map(|(u, _)| u)
+        .sum()
 }
 
 impl CpuMeter {
-    /// Starts measuring `pids`.
-    pub fn start(pids: Vec<u32>) -> Self {
+    /// Starts measuring `pids`, and the whole of `core` if given.
+    pub fn start(pids: Vec<u32>, core: Option<usize>) -> Self {
         let start_cpu = pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        let start_user = user_seconds(&pids);
         let start_wait = pids.iter().map(|&p| runqueue_wait_ns(p)).sum();
         CpuMeter {
+            start_user,
+            softirq: core.and_then(ksoftirqd).map(|pid| (pid, run_ns(pid))),
             pids,
             start_cpu,
             start_wait,
             start_ns: crate::clock::now_ns(),
+        }
+    }
+
+    /// User-space CPU since `start`, in cores.
+    pub fn user_cores(&self) -> f64 {
+        let wall = (crate::clock::now_ns() - self.start_ns) as f64 / 1e9;
+        if wall <= 0.0 {
+            0.0
+        } else {
+            (user_seconds(&self.pids) - self.start_user) / wall
+        }
+    }
+
+    /// What `ksoftirqd` of the core given at `start` ran since, in cores:
+    /// network work done for the server outside its own time.
+    pub fn softirq_cores(&self) -> f64 {
+        let Some((pid, start)) = self.softirq else {
+            return 0.0;
+        };
+        let wall = (crate::clock::now_ns() - self.start_ns) as f64;
+        if wall <= 0.0 {
+            0.0
+        } else {
+            run_ns(pid).saturating_sub(start) as f64 / wall
         }
     }
 
@@ -131,6 +198,8 @@ mod tests {
     fn reads_own_process() {
         let me = std::process::id();
         assert!(cpu_seconds(me).is_some());
+        assert!(run_ns(me) > 0);
+        assert!(ksoftirqd(0).is_some(), "every core has a ksoftirqd");
         assert!(rss_kib(me).unwrap() > 0);
         assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
     }

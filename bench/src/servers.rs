@@ -226,6 +226,20 @@ max_subscriptions = 100000
             None
         },
     );
+    let server = spawn_listening("bubble", cmd, dir, bin)?;
+    if let Pin::AfterStart(core) = pin {
+        pin_threads(server.child.id(), core).map_err(io_err("pin the server's threads"))?;
+    }
+    Ok(server)
+}
+
+/// Spawns `cmd` and waits for its `listening on http://ADDR` line.
+fn spawn_listening(
+    name: &'static str,
+    mut cmd: Command,
+    dir: PathBuf,
+    bin: &Path,
+) -> Result<Server, ServerError> {
     let mut child = cmd
         .spawn()
         .map_err(io_err(format!("spawn {}", bin.display())))?;
@@ -240,27 +254,53 @@ max_subscriptions = 100000
         }
     });
     let mut server = Server {
-        name: "bubble",
+        name,
         addr: "127.0.0.1:0".parse().expect("static address"),
         child,
         dir,
     };
     match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(addr) => {
-            let addr = addr
+            server.addr = addr
                 .parse()
                 .map_err(|_| ServerError::Start(format!("bad listening line address {addr}")))?;
-            server.addr = addr;
-            if let Pin::AfterStart(core) = pin {
-                pin_threads(server.child.id(), core).map_err(io_err("pin the server's threads"))?;
-            }
             Ok(server)
         }
         Err(_) => Err(ServerError::Start(format!(
-            "bubble did not print its listening line; log:\n{}",
+            "{name} did not print its listening line; log:\n{}",
             server.log_tail()
         ))),
     }
+}
+
+/// How the floor server writes (`bubble-floor --mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorMode {
+    /// One `write` per frame per socket.
+    Write,
+    /// What is queued for a socket leaves in one `write` per loop turn.
+    Writev,
+}
+
+/// Starts `bubble-floor` (the binary next to this one), pinned to `core`.
+pub fn start_floor(mode: FloorMode, core: Option<usize>) -> Result<Server, ServerError> {
+    let bin = std::env::current_exe()
+        .map_err(io_err("locate bubble-bench"))?
+        .with_file_name("bubble-floor");
+    let (name, flag) = match mode {
+        FloorMode::Write => ("floor-write", "write"),
+        FloorMode::Writev => ("floor-writev", "writev"),
+    };
+    let dir = scratch(name)?;
+    let log = std::fs::File::create(dir.join("server.log")).map_err(io_err("create server.log"))?;
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--listen", "127.0.0.1:0", "--mode", flag])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    confine(&mut cmd, core);
+    spawn_listening(name, cmd, dir, &bin)
 }
 
 /// Starts nginx with nchan from the config template at `conf`.

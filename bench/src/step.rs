@@ -49,8 +49,18 @@ pub struct StepResult {
     pub samples: u64,
     /// Scheduled send to HTTP answer, 99th percentile, ms.
     pub ack_p99_ms: f64,
-    /// Server CPU, in cores.
+    /// Server CPU, in cores (its processes' user + system time).
     pub server_cores: f64,
+    /// Of which user space, in cores, as the kernel's tick sampling splits
+    /// it (coarse; the profile gives the reliable split).
+    pub server_user_cores: f64,
+    /// `ksoftirqd` of the server's core, in cores: network work done for
+    /// the server outside its own time (0 when the server is not pinned).
+    pub softirq_cores: f64,
+    /// Server CPU per completed item, µs (`server_cores` / throughput).
+    pub us_per_item: f64,
+    /// Server CPU plus `ksoftirqd` per completed item, µs.
+    pub with_softirq_us_per_item: f64,
     /// Generator CPU, in cores.
     pub gen_cores: f64,
     /// Time the server's threads were runnable but not running, in cores.
@@ -81,7 +91,7 @@ impl StepResult {
     /// A one-line summary.
     pub fn line(&self) -> String {
         format!(
-            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores = {:.2} us/item (+ksoftirqd {:.2} us) (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
             self.target_rate,
             self.throughput,
             self.ratio,
@@ -91,6 +101,8 @@ impl StepResult {
             self.max_ms,
             self.ack_p99_ms,
             self.server_cores,
+            self.us_per_item,
+            self.with_softirq_us_per_item,
             self.server_wait,
             self.gen_cores,
             self.gen_wait,
@@ -107,10 +119,48 @@ impl StepResult {
 pub struct StepEnv<'a> {
     /// The server under test.
     pub server: &'a Server,
+    /// The core it is pinned to, if any.
+    pub server_core: Option<usize>,
     /// Cores the generator may use.
     pub gen_cores: usize,
     /// p99 bound of a sustainable step, ms.
     pub p99_bound_ms: f64,
+}
+
+/// CPU of the server and of the generator over a step.
+struct Cpu {
+    server: f64,
+    server_user: f64,
+    softirq: f64,
+    server_wait: f64,
+    gen: f64,
+    gen_wait: f64,
+}
+
+/// The meters of one step.
+struct Meters {
+    server: CpuMeter,
+    generator: CpuMeter,
+}
+
+impl Meters {
+    fn start(env: &StepEnv) -> Meters {
+        Meters {
+            server: CpuMeter::start(env.server.pids(), env.server_core),
+            generator: CpuMeter::start(vec![std::process::id()], None),
+        }
+    }
+
+    fn read(&self) -> Cpu {
+        Cpu {
+            server: self.server.cores(),
+            server_user: self.server.user_cores(),
+            softirq: self.server.softirq_cores(),
+            server_wait: self.server.waiting(),
+            gen: self.generator.cores(),
+            gen_wait: self.generator.waiting(),
+        }
+    }
 }
 
 /// The machine's one-minute load average.
@@ -145,8 +195,7 @@ fn judge(
     expected: u64,
     completed: u64,
     hist: &hdrhistogram::Histogram<u64>,
-    cores: (f64, f64),
-    waits: (f64, f64),
+    cpu: &Cpu,
     closed: u64,
     last_ns: u64,
 ) -> StepResult {
@@ -165,9 +214,17 @@ fn judge(
     } else {
         rep.late as f64 / rep.scheduled as f64
     };
-    let valid = cores.1 < GEN_SATURATED * env.gen_cores as f64
+    let valid = cpu.gen < GEN_SATURATED * env.gen_cores as f64
         && late_share <= MAX_LATE
-        && waits.1 <= GEN_MAX_WAIT;
+        && cpu.gen_wait <= GEN_MAX_WAIT;
+    let throughput = completed as f64 / secs;
+    let per_item = |cores: f64| {
+        if throughput > 0.0 {
+            cores / throughput * 1e6
+        } else {
+            0.0
+        }
+    };
     let sustainable = valid
         && ratio >= MIN_RATIO
         && p99 <= env.p99_bound_ms
@@ -181,17 +238,21 @@ fn judge(
         expected,
         completed,
         ratio,
-        throughput: completed as f64 / secs,
+        throughput,
         p50_ms: p50,
         p99_ms: p99,
         p999_ms: p999,
         max_ms: max,
         samples,
         ack_p99_ms: percentiles(&rep.ack).1,
-        server_cores: cores.0,
-        gen_cores: cores.1,
-        server_wait: waits.0,
-        gen_wait: waits.1,
+        server_cores: cpu.server,
+        server_user_cores: cpu.server_user,
+        softirq_cores: cpu.softirq,
+        us_per_item: per_item(cpu.server),
+        with_softirq_us_per_item: per_item(cpu.server + cpu.softirq),
+        gen_cores: cpu.gen,
+        server_wait: cpu.server_wait,
+        gen_wait: cpu.gen_wait,
         late_share,
         late_p99_ms: percentiles(&rep.lateness).1,
         dropped: rep.dropped,
@@ -215,11 +276,9 @@ pub fn delivery_step(
 ) -> Result<StepResult, publisher::PublishError> {
     let s = plan.step as usize;
     let closed_before = pool.with_stats(|st: &Stats| st.closed);
-    let server_cpu = CpuMeter::start(env.server.pids());
-    let gen_cpu = CpuMeter::start(vec![std::process::id()]);
+    let meters = Meters::start(env);
     let rep = publisher::run(plan)?;
-    let cores = (server_cpu.cores(), gen_cpu.cores());
-    let waits = (server_cpu.waiting(), gen_cpu.waiting());
+    let cpu = meters.read();
     let expected = rep.scheduled * fanout;
     let mut last = (0u64, crate::clock::now_ns());
     let deadline = crate::clock::now_ns() + 10_000_000_000;
@@ -253,8 +312,7 @@ pub fn delivery_step(
         expected,
         completed,
         &hist,
-        cores,
-        waits,
+        &cpu,
         closed,
         last,
     ))
@@ -262,11 +320,9 @@ pub fn delivery_step(
 
 /// Runs `plan` and judges it by its HTTP answers (appends acknowledged).
 pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::PublishError> {
-    let server_cpu = CpuMeter::start(env.server.pids());
-    let gen_cpu = CpuMeter::start(vec![std::process::id()]);
+    let meters = Meters::start(env);
     let rep = publisher::run(plan)?;
-    let cores = (server_cpu.cores(), gen_cpu.cores());
-    let waits = (server_cpu.waiting(), gen_cpu.waiting());
+    let cpu = meters.read();
     let hist = rep.ack.clone();
     Ok(judge(
         env,
@@ -276,8 +332,7 @@ pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::Pub
         rep.scheduled,
         rep.ok,
         &hist,
-        cores,
-        waits,
+        &cpu,
         0,
         rep.last_ok_ns,
     ))
@@ -369,17 +424,6 @@ pub fn search<E>(
     Ok(out)
 }
 
-/// The measurement at the search's starting rate (its last attempt, if
-/// the first was generator-bound). `steps` must not be empty.
-pub fn common(steps: &[StepResult]) -> &StepResult {
-    let first = &steps[0];
-    steps
-        .iter()
-        .rev()
-        .find(|s| s.target_rate == first.target_rate)
-        .unwrap_or(first)
-}
-
 /// The highest throughput among sustainable steps.
 pub fn max_sustainable(steps: &[StepResult]) -> f64 {
     steps
@@ -409,6 +453,10 @@ mod tests {
             samples: 1,
             ack_p99_ms: 1.0,
             server_cores: 0.5,
+            server_user_cores: 0.1,
+            softirq_cores: 0.0,
+            us_per_item: 1.0,
+            with_softirq_us_per_item: 1.0,
             gen_cores: 0.5,
             server_wait: 0.0,
             gen_wait: 0.0,

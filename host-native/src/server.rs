@@ -107,13 +107,13 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
         listener,
         app.into_make_service_with_connect_info::<crate::ws::Peer>(),
     )
-        .with_graceful_shutdown(async move {
-            signalled.cancelled().await;
-            tracing::info!("shutting down: closing sockets with 1001");
-            let _ = inbox.send(Command::Shutdown).await;
-        })
-        .await
-        .map_err(io("serving"))?;
+    .with_graceful_shutdown(async move {
+        signalled.cancelled().await;
+        tracing::info!("shutting down: closing sockets with 1001");
+        let _ = inbox.send(Command::Shutdown).await;
+    })
+    .await
+    .map_err(io("serving"))?;
 
     host.sockets.close();
     if tokio::time::timeout(SOCKET_DRAIN, host.sockets.wait())

@@ -43,6 +43,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
             .collect();
         let env = StepEnv {
             server: &server,
+            server_core: ctx.server_core,
             gen_cores: ctx.gen_cores,
             p99_bound_ms: 20.0,
         };

@@ -1,8 +1,11 @@
-//! Scenarios 1 and 2: channel fan-out on Bubble, and the same load on
-//! nchan in the same run.
+//! Scenarios 1 and 2: fan-out at fixed rates and to saturation, on Bubble
+//! (channels, and threads on both stores), on nchan, and on the floor (the
+//! least any server can do), all in the same run, each cross-checked by the
+//! second load generator (`bubble-crossgen`) where it speaks the protocol.
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::ctx::Ctx;
@@ -10,9 +13,36 @@ use crate::error::BenchError;
 use crate::pool::{ConnSpec, Pool};
 use crate::proto;
 use crate::publisher::{Target, Transport};
-use crate::scenarios::{kps, ms};
-use crate::servers::{self, Server, Store};
+use crate::scenarios::{kps, ms, HTTP_APPENDERS};
+use crate::servers::{self, FloorMode, Server, Store};
 use crate::step::{self, StepEnv, StepResult};
+
+/// Subscribers of a thread fan-out start live (`fromSeq` far beyond the head).
+const LIVE_ONLY: u64 = 1 << 40;
+
+/// What the subscribers and the publisher speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Load {
+    /// nchan's websocket subscribers and `POST /pub/<channel>` (nchan and
+    /// the floor server).
+    Nchan,
+    /// Bubble's channels: `/socket` subscribers, `POST /api/apps/…/events`.
+    Pubb,
+    /// Bubble's threads: `/v1/ws` subscribers, `POST /v1/threads/…/events`.
+    Threads,
+}
+
+impl Load {
+    /// The protocol name `bubble-crossgen` knows this load by.
+    fn crossgen_proto(self) -> Option<&'static str> {
+        match self {
+            Load::Nchan => Some("nchan"),
+            Load::Pubb => Some("pubb"),
+            Load::Threads => None,
+        }
+    }
+}
 
 /// Shape of the fan-out load.
 #[derive(Debug, Clone, Serialize)]
@@ -25,8 +55,8 @@ pub struct FanoutShape {
     pub payload: usize,
     /// One subscriber in this many records latency.
     pub sample_every: usize,
-    /// Deliveries/s of the common step where percentiles are compared.
-    pub common_rate: f64,
+    /// Deliveries/s of the fixed-rate steps, the headline.
+    pub fixed_rates: Vec<f64>,
     /// Growth factor of the saturation search.
     pub factor: f64,
     /// Growth steps at most.
@@ -34,11 +64,13 @@ pub struct FanoutShape {
 }
 
 impl FanoutShape {
-    /// The shape of issue 5 (or a tiny one for smoke runs).
+    /// 1,000 subscribers on 10 channels, 64-byte payloads, fixed steps at
+    /// 20k, 40k and 100k deliveries/s (or a tiny shape for smoke runs);
+    /// `--common-rate` replaces the fixed rates with one.
     pub fn for_ctx(ctx: &Ctx) -> Self {
         let mut shape = Self::default_for(ctx);
         if let Some(r) = ctx.common_rate {
-            shape.common_rate = r;
+            shape.fixed_rates = vec![r];
         }
         shape
     }
@@ -50,7 +82,7 @@ impl FanoutShape {
                 channels: 4,
                 payload: 64,
                 sample_every: 2,
-                common_rate: 2_000.0,
+                fixed_rates: vec![1_000.0, 2_000.0],
                 factor: 2.0,
                 growth_steps: 2,
             }
@@ -60,7 +92,7 @@ impl FanoutShape {
                 channels: 10,
                 payload: 64,
                 sample_every: 10,
-                common_rate: 100_000.0,
+                fixed_rates: vec![20_000.0, 40_000.0, 100_000.0],
                 factor: 1.5,
                 growth_steps: 10,
             }
@@ -71,140 +103,244 @@ impl FanoutShape {
 /// What a fan-out run against one server measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct FanoutRun {
-    /// `bubble` or `nchan`.
-    pub server: &'static str,
-    /// The common-rate step.
-    pub common: StepResult,
-    /// Every measured step (the first is the common one).
+    /// What ran: `bubble-pubb`, `bubble-threads-memory`, `nchan`, `floor-write`…
+    pub server: String,
+    /// What was spoken.
+    pub load: Load,
+    /// The fixed-rate steps, in the order of `FanoutShape::fixed_rates`.
+    pub fixed: Vec<StepResult>,
+    /// The saturation search's steps.
     pub steps: Vec<StepResult>,
-    /// Max sustainable deliveries/s.
+    /// Max sustainable deliveries/s (fixed and search steps).
     pub max_deliveries: f64,
     /// The search ended on a generator-bound step: the server may do more.
     pub generator_bound: bool,
     /// Server RSS after the run, KiB.
     pub server_rss_kib: u64,
+    /// The second generator's records at the fixed rates, on the same
+    /// server process (empty when it does not speak the load).
+    pub crosscheck: Vec<Value>,
 }
 
 impl FanoutRun {
     /// The one-line summary.
     pub fn line(&self) -> String {
+        let fixed: Vec<String> = self
+            .fixed
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {:.2} us/delivery (+ksoftirqd {:.2}) p99 {}",
+                    kps(s.target_rate),
+                    s.us_per_item,
+                    s.with_softirq_us_per_item,
+                    ms(s.p99_ms)
+                )
+            })
+            .collect();
         format!(
-            "fanout {}: max {}{} deliveries/s; at {} p50 {} p99 {} p99.9 {}; server {:.2} cores",
+            "fanout {}: {}; max {}{} deliveries/s",
             self.server,
+            fixed.join("; "),
             kps(self.max_deliveries),
             if self.generator_bound {
                 " (generator-bound, server may do more)"
             } else {
                 ""
             },
-            kps(self.common.target_rate),
-            ms(self.common.p50_ms),
-            ms(self.common.p99_ms),
-            ms(self.common.p999_ms),
-            self.common.server_cores,
         )
     }
 }
 
-/// Runs the fan-out load against `server`.
-pub fn measure(ctx: &Ctx, server: &Server, shape: &FanoutShape) -> Result<FanoutRun, BenchError> {
+/// The subscribers and publish targets of `load` on `server`.
+fn wire(
+    server: &Server,
+    shape: &FanoutShape,
+    load: Load,
+) -> Result<(Vec<ConnSpec>, Vec<Target>), BenchError> {
     let per_channel = (shape.subs / shape.channels).max(1);
     let subs = per_channel * shape.channels;
-    let nchan = server.name == "nchan";
     let tag = format!(
         "b{}x{}",
         std::process::id(),
         crate::clock::now_ns() % 1_000_000
     );
-    let channel = |k: usize| format!("{tag}c{k}");
-    let specs: Vec<ConnSpec> = (0..subs)
+    let channels: Vec<String> = (0..shape.channels).map(|k| format!("{tag}c{k}")).collect();
+    if load == Load::Threads {
+        for id in &channels {
+            proto::create_thread(server.addr, id)?;
+        }
+    }
+    let specs = (0..subs)
         .map(|i| {
-            let ch = channel(i % shape.channels);
+            let ch = &channels[i % shape.channels];
             let sample = i % shape.sample_every.max(1) == 0;
-            if nchan {
-                proto::nchan_subscriber(server.addr, &ch, sample)
-            } else {
-                proto::pubb_subscriber(server.addr, &ch, sample)
+            match load {
+                Load::Nchan => proto::nchan_subscriber(server.addr, ch, sample),
+                Load::Pubb => proto::pubb_subscriber(server.addr, ch, sample),
+                Load::Threads => proto::thread_subscriber(
+                    server.addr,
+                    std::slice::from_ref(ch),
+                    LIVE_ONLY,
+                    sample,
+                ),
             }
         })
         .collect();
+    let targets = channels
+        .iter()
+        .map(|ch| match load {
+            Load::Nchan => proto::nchan_publish(server.addr, ch, shape.payload),
+            Load::Pubb => proto::pubb_publish(server.addr, ch, shape.payload),
+            Load::Threads => proto::http_append(server.addr, ch, shape.payload),
+        })
+        .collect();
+    Ok((specs, targets))
+}
+
+/// Runs the fan-out load `load` against `server`, labelled `label`.
+pub fn measure(
+    ctx: &Ctx,
+    server: &Server,
+    shape: &FanoutShape,
+    load: Load,
+    label: &str,
+) -> Result<FanoutRun, BenchError> {
+    let per_channel = (shape.subs / shape.channels).max(1);
+    let (specs, targets) = wire(server, shape, load)?;
     let pool = Pool::start(specs, ctx.workers(), 128)?;
     pool.wait_ready(Duration::from_secs(120))?;
-    let targets: Vec<Target> = (0..shape.channels)
-        .map(|k| {
-            if nchan {
-                proto::nchan_publish(server.addr, &channel(k), shape.payload)
-            } else {
-                proto::pubb_publish(server.addr, &channel(k), shape.payload)
-            }
-        })
-        .collect();
     let env = StepEnv {
         server,
+        server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
     };
     let fanout = per_channel as u64;
-    let run_step = |step: u8, deliveries: f64| -> Result<StepResult, BenchError> {
-        let plan = ctx.plan(
+    let publishers = if load == Load::Threads && !ctx.smoke {
+        HTTP_APPENDERS
+    } else {
+        ctx.pub_conns
+    };
+    let plan = |step: u8, deliveries: f64| {
+        let mut plan = ctx.plan(
             server.addr,
             Transport::Http,
             targets.clone(),
             deliveries / fanout as f64,
             step,
         );
-        let r = step::delivery_step(&env, &pool, &plan, fanout)?;
-        eprintln!("  {} step {step}: {}", server.name, r.line());
+        plan.conns = publishers;
+        plan
+    };
+    let run_step = |step: u8, deliveries: f64| -> Result<StepResult, BenchError> {
+        let r = step::delivery_step(&env, &pool, &plan(step, deliveries), fanout)?;
+        eprintln!("  {label} step {step}: {}", r.line());
         if let Some(e) = &r.first_error {
-            eprintln!("  {} first error: {e}", server.name);
+            eprintln!("  {label} first error: {e}");
         }
         Ok(r)
     };
     // Step 0 warms both sides up and is not reported.
-    let mut warm = ctx.plan(
-        server.addr,
-        Transport::Http,
-        targets.clone(),
-        shape.common_rate / 10.0 / fanout as f64,
-        0,
-    );
+    let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
+    let last = shape.fixed_rates.last().copied().unwrap_or(first);
+    let mut warm = plan(0, first / 10.0);
     warm.duration = Duration::from_secs(1);
     crate::publisher::run(&warm)?;
     std::thread::sleep(Duration::from_millis(300));
+    let mut fixed = Vec::new();
+    for (i, &rate) in shape.fixed_rates.iter().enumerate() {
+        fixed.push(run_step(i as u8 + 1, rate)?);
+    }
     let steps = step::search(
-        shape.common_rate,
+        last * shape.factor,
         shape.factor,
         shape.growth_steps,
-        1,
+        shape.fixed_rates.len() as u8 + 1,
         run_step,
     )?;
     let stats = pool.stop();
     if stats.delivered.iter().sum::<u64>() == 0 {
         return Err(BenchError::Check(format!(
-            "{}: no delivery reached any subscriber",
-            server.name
+            "{label}: no delivery reached any subscriber"
         )));
     }
-    let common = step::common(&steps).clone();
+    let crosscheck = match load.crossgen_proto() {
+        Some(proto) => crosscheck(ctx, server, shape, proto)?,
+        None => Vec::new(),
+    };
     let generator_bound = steps.last().is_some_and(|s| !s.valid);
+    let max_deliveries = step::max_sustainable(&steps).max(step::max_sustainable(&fixed));
     Ok(FanoutRun {
-        server: server.name,
-        common,
-        max_deliveries: step::max_sustainable(&steps),
+        server: label.to_string(),
+        load,
+        fixed,
+        max_deliveries,
         generator_bound,
         steps,
         server_rss_kib: server.rss_kib(),
+        crosscheck,
     })
 }
 
-fn bubble_run(ctx: &Ctx, shape: &FanoutShape) -> Result<FanoutRun, BenchError> {
-    let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?;
-    measure(ctx, &server, shape).map_err(|e| with_log(e, &server))
-}
-
-fn nchan_run(ctx: &Ctx, shape: &FanoutShape) -> Result<FanoutRun, BenchError> {
-    let server = servers::start_nchan(&ctx.nchan_conf, ctx.server_core)?;
-    measure(ctx, &server, shape).map_err(|e| with_log(e, &server))
+/// Drives `server` at the fixed rates with `bubble-crossgen` (the binary
+/// next to this one) and returns its records.
+fn crosscheck(
+    ctx: &Ctx,
+    server: &Server,
+    shape: &FanoutShape,
+    proto: &str,
+) -> Result<Vec<Value>, BenchError> {
+    let bin = std::env::current_exe()
+        .map_err(|e| BenchError::Check(format!("locate bubble-bench: {e}")))?
+        .with_file_name("bubble-crossgen");
+    let rates: Vec<String> = shape
+        .fixed_rates
+        .iter()
+        .map(|r| format!("{r:.0}"))
+        .collect();
+    let mut cmd = Command::new(&bin);
+    cmd.arg("--addr")
+        .arg(server.addr.to_string())
+        .args(["--proto", proto])
+        .args(["--subs", &shape.subs.to_string()])
+        .args(["--channels", &shape.channels.to_string()])
+        .args(["--payload", &shape.payload.to_string()])
+        .args(["--rates", &rates.join(",")])
+        .args(["--secs", &format!("{}", ctx.step_secs)])
+        .args(["--pub-conns", &ctx.pub_conns.to_string()]);
+    for pid in server.pids() {
+        cmd.args(["--server-pid", &pid.to_string()]);
+    }
+    if let Some(core) = ctx.server_core {
+        cmd.args(["--server-core", &core.to_string()]);
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| BenchError::Check(format!("run {}: {e}", bin.display())))?;
+    if !out.status.success() {
+        return Err(BenchError::Check(format!(
+            "bubble-crossgen against {} exited with {}",
+            server.name, out.status
+        )));
+    }
+    let records: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for r in &records {
+        eprintln!(
+            "  {} crossgen: rate {} ratio {} server {:.2} us/delivery (schedstat), core {:.2} us",
+            server.name,
+            r["rate"],
+            r["ratio"],
+            r["us_per_delivery_schedstat"].as_f64().unwrap_or(0.0),
+            r["us_per_delivery_core"].as_f64().unwrap_or(0.0),
+        );
+    }
+    Ok(records)
 }
 
 fn with_log(e: BenchError, server: &Server) -> BenchError {
@@ -216,11 +352,47 @@ fn with_log(e: BenchError, server: &Server) -> BenchError {
     }
 }
 
+/// One server of the comparison, started fresh.
+#[derive(Debug, Clone, Copy)]
+enum Contender {
+    BubblePubb,
+    BubbleThreads(Store),
+    Nchan,
+    Floor(FloorMode),
+}
+
+fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, BenchError> {
+    let (server, load, label) = match who {
+        Contender::BubblePubb => (
+            servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?,
+            Load::Pubb,
+            "bubble-pubb".to_string(),
+        ),
+        Contender::BubbleThreads(store) => (
+            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?,
+            Load::Threads,
+            format!("bubble-threads-{}", store.name()),
+        ),
+        Contender::Nchan => (
+            servers::start_nchan(&ctx.nchan_conf, ctx.server_core)?,
+            Load::Nchan,
+            "nchan".to_string(),
+        ),
+        Contender::Floor(mode) => {
+            let server = servers::start_floor(mode, ctx.server_core)?;
+            let label = server.name.to_string();
+            (server, Load::Nchan, label)
+        }
+    };
+    let run = measure(ctx, &server, shape, load, &label).map_err(|e| with_log(e, &server))?;
+    println!("{}", run.line());
+    Ok(run)
+}
+
 /// Scenario 1: channel fan-out on Bubble.
 pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let run = bubble_run(ctx, &shape)?;
-    println!("{}", run.line());
+    let run = run(ctx, &shape, Contender::BubblePubb)?;
     crate::results::append(
         &ctx.results_dir,
         "fanout",
@@ -232,8 +404,7 @@ pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
 /// Channel fan-out on nchan alone.
 pub fn scenario_fanout_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let run = nchan_run(ctx, &shape)?;
-    println!("{}", run.line());
+    let run = run(ctx, &shape, Contender::Nchan)?;
     crate::results::append(
         &ctx.results_dir,
         "fanout-nchan",
@@ -242,28 +413,79 @@ pub fn scenario_fanout_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Scenario 2: the same fan-out on Bubble and on nchan, and their ratio.
-pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
+/// Fan-out on the floor server alone, one write per frame.
+pub fn scenario_fanout_floor(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let bubble = bubble_run(ctx, &shape)?;
-    println!("{}", bubble.line());
-    let nchan = nchan_run(ctx, &shape)?;
-    println!("{}", nchan.line());
-    let ratio = if nchan.max_deliveries > 0.0 {
-        bubble.max_deliveries / nchan.max_deliveries
+    let run = run(ctx, &shape, Contender::Floor(FloorMode::Write))?;
+    crate::results::append(
+        &ctx.results_dir,
+        "fanout-floor",
+        json!({ "shape": shape, "floor": run }),
+    )?;
+    Ok(())
+}
+
+/// `a / b`, or 0 when `b` is 0.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
     } else {
         0.0
-    };
-    println!(
-        "fanout ratio bubble/nchan max-deliveries/s: {ratio:.2} (p99 at {}: bubble {}, nchan {})",
-        kps(shape.common_rate),
-        ms(bubble.common.p99_ms),
-        ms(nchan.common.p99_ms)
-    );
+    }
+}
+
+/// Scenario 2, the headline: the same fan-out on Bubble (channels; threads
+/// on memory and SQLite), nchan and the floor, at fixed rates and to
+/// saturation, with the ratios per delivery.
+pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
+    let shape = FanoutShape::for_ctx(ctx);
+    let contenders = [
+        Contender::Nchan,
+        Contender::BubblePubb,
+        Contender::BubbleThreads(Store::Memory),
+        Contender::BubbleThreads(Store::Sqlite),
+        Contender::Floor(FloorMode::Write),
+        Contender::Floor(FloorMode::Writev),
+    ];
+    let runs = contenders
+        .iter()
+        .map(|&who| run(ctx, &shape, who))
+        .collect::<Result<Vec<_>, _>>()?;
+    let nchan = &runs[0];
+    let floor = &runs[4];
+    let mut ratios = Vec::new();
+    for r in &runs[1..4] {
+        for (i, s) in r.fixed.iter().enumerate() {
+            let (Some(n), Some(f)) = (nchan.fixed.get(i), floor.fixed.get(i)) else {
+                continue;
+            };
+            let line = json!({
+                "server": r.server,
+                "rate": s.target_rate,
+                "cpu_vs_nchan": ratio(s.us_per_item, n.us_per_item),
+                "with_softirq_vs_nchan": ratio(s.with_softirq_us_per_item, n.with_softirq_us_per_item),
+                "cpu_vs_floor": ratio(s.us_per_item, f.us_per_item),
+            });
+            println!(
+                "{} at {}: cpu/delivery {:.2}x nchan ({:.2}x with ksoftirqd), {:.2}x the floor",
+                r.server,
+                kps(s.target_rate),
+                line["cpu_vs_nchan"].as_f64().unwrap_or(0.0),
+                line["with_softirq_vs_nchan"].as_f64().unwrap_or(0.0),
+                line["cpu_vs_floor"].as_f64().unwrap_or(0.0),
+            );
+            ratios.push(line);
+        }
+        println!(
+            "{} max sustainable {:.2}x nchan",
+            r.server,
+            ratio(r.max_deliveries, nchan.max_deliveries)
+        );
+    }
     crate::results::append(
         &ctx.results_dir,
         "fanout-vs-nchan",
-        json!({ "shape": shape, "bubble": bubble, "nchan": nchan, "ratio_max_deliveries": ratio }),
+        json!({ "shape": shape, "runs": runs, "ratios": ratios }),
     )?;
     Ok(())
 }

@@ -156,6 +156,7 @@ fn run_one(
         .collect();
     let env = StepEnv {
         server,
+        server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
     };

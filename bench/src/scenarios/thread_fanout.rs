@@ -85,6 +85,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
     };
     let env = StepEnv {
         server,
+        server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
     };

@@ -21,8 +21,8 @@ use std::task::{Context, Poll, Waker};
 use bubble_core::edge::{OutboundLimit, SlowConsumer};
 use bubble_core::SharedFrame;
 
-use crate::ws::{send_now, Sent};
 use crate::ws::frame;
+use crate::ws::{send_now, Sent};
 
 /// What the writer of one socket is asked to do, in order.
 #[derive(Debug)]
@@ -90,11 +90,7 @@ impl State {
     }
 
     fn register(&mut self, cx: &Context<'_>) {
-        if !self
-            .waker
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
+        if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             self.waker = Some(cx.waker().clone());
         }
     }
@@ -346,7 +342,8 @@ mod tests {
     fn pair(frames: usize) -> (ConnHandle, Arc<Outbound>, UnixStream) {
         let (ours, peer) = UnixStream::pair().expect("socket pair");
         peer.set_nonblocking(true).expect("non-blocking");
-        let (handle, out) = ConnHandle::new(OutboundLimit::frames(frames), Arc::new(OwnedFd::from(ours)));
+        let (handle, out) =
+            ConnHandle::new(OutboundLimit::frames(frames), Arc::new(OwnedFd::from(ours)));
         (handle, out, peer)
     }
 
@@ -369,7 +366,10 @@ mod tests {
         let (handle, out, mut peer) = pair(8);
         assert_eq!(handle.push(OutMsg::Frame("ab".into())), Ok(Due::Flush));
         assert_eq!(handle.push(OutMsg::Ping), Ok(Due::Nothing));
-        assert!(read_all(&mut peer).is_empty(), "nothing is sent before the flush");
+        assert!(
+            read_all(&mut peer).is_empty(),
+            "nothing is sent before the flush"
+        );
         handle.flush();
         assert_eq!(read_all(&mut peer), [0x81, 2, b'a', b'b', 0x89, 0]);
         assert!(!ready(&out));

@@ -120,7 +120,9 @@ fn wall_clock() -> Millis {
 /// The engine task's state.
 struct Driver {
     engine: Engine,
-    conns: HashMap<ConnId, ConnHandle>,
+    /// Open sockets; looked up for every frame, so hashed with a fast
+    /// (non-cryptographic) hasher: connection ids are ours, not a client's.
+    conns: HashMap<ConnId, ConnHandle, foldhash::fast::RandomState>,
     pending: HashMap<RequestId, oneshot::Sender<HttpResponse>>,
     next_req: u64,
     persister: Persister,
@@ -266,7 +268,7 @@ impl Driver {
     fn new(engine: Engine, persister: Persister, reads: Reads, stats: Arc<Stats>) -> Driver {
         Driver {
             engine,
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             pending: HashMap::new(),
             next_req: 0,
             persister,

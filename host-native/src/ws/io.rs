@@ -63,8 +63,7 @@ impl AsyncWrite for WsIo {
         let this = self.get_mut();
         loop {
             while this.sent < this.taken.len() {
-                let n =
-                    ready!(Pin::new(&mut this.inner).poll_write(cx, &this.taken[this.sent..]))?;
+                let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &this.taken[this.sent..]))?;
                 if n == 0 {
                     return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
                 }

@@ -17,8 +17,8 @@ mod upgrade;
 use crate::driver::conn::ConnHandle;
 use crate::driver::Command;
 use crate::http::{respond, unavailable, Host};
-use socket::Open;
 pub(crate) use direct::{send_now, Accepting, Peer, Sent};
+use socket::Open;
 use upgrade::{Refusal, Upgrade};
 
 /// Upgrades `req` and runs the socket on a tracked task.

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Profiles one fan-out server at a fixed rate with perf and writes where its
+# CPU goes (kernel against user space, the top symbols, and Bubble's share
+# by component) to bench/results/profile-<server>-<rate>.txt.
+# Usage: scripts/bench-profile.sh bubble|nchan|floor [DELIVERIES_PER_S] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+who=${1:?bubble, nchan or floor}
+rate=${2:-40000}
+secs=${3:-10}
+# What to sample, and what to stop afterwards (the generator is killed, so
+# it cannot stop its server itself).
+case "$who" in
+  bubble) scenario=fanout; pattern='release/bubble serve'; started='release/bubble serve' ;;
+  nchan) scenario=fanout-nchan; pattern='nginx: worker'; started='nginx -p /tmp/bubble-bench-' ;;
+  floor) scenario=fanout-floor; pattern='bubble-floor'; started='bubble-floor --listen' ;;
+  *) echo "unknown server $who" >&2; exit 2 ;;
+esac
+command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p bubble-server -p bubble-bench
+out=bench/results/profile-$who-$rate.txt
+data=$(mktemp -d)/perf.data
+# One fixed step long enough to sample inside it, after connecting and warming up.
+"$target/release/bubble-bench" "$scenario" --common-rate "$rate" --step-secs $((secs + 20)) \
+  --results "$(dirname "$data")" >/dev/null 2>&1 &
+bench=$!
+stop() {
+  kill $bench 2>/dev/null || true
+  wait $bench 2>/dev/null || true
+  pkill -f "$started" 2>/dev/null || true
+}
+trap stop EXIT
+sleep 12
+pid=$(pgrep -f "$pattern" | head -1)
+[ -n "$pid" ] || { echo "no $who process found" >&2; exit 1; }
+perf record -q -e cpu-clock -g -p "$pid" -o "$data" -- sleep "$secs" 2>/dev/null
+stop
+dsos=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null | grep '%')
+syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%')
+{
+  echo "# perf record -e cpu-clock -g of $who at $rate deliveries/s for $secs s"
+  echo "# (scripts/bench-profile.sh $who $rate $secs; $(date -u +%FT%TZ); $(uname -r))"
+  echo
+  echo "## Kernel against user space (share of the server's samples)"
+  echo "$dsos" | sed -n 1,8p
+  echo
+  echo "## Top symbols"
+  echo "$syms" | sed -n 1,40p
+  if [ "$who" = bubble ]; then
+    echo
+    echo "## Bubble's user space by component (share of all samples)"
+    echo "$syms" | grep '\[\.\]' |
+      awk '{ share = $1; sub("%", "", share); name = $0
+             if (name ~ /bubble_server::driver|bubble_server::ws/) c = "host: queue and write"
+             else if (name ~ /bubble_core/) c = "engine"
+             else if (name ~ /hyper|axum|http::|tower/) c = "HTTP publish parsing"
+             else if (name ~ /tokio|mio|futures|waker/) c = "runtime: tasks and wake-ups"
+             else if (name ~ /mi_|malloc|free|memmove|memcpy/) c = "allocation and copies"
+             else if (name ~ /serde|json/) c = "JSON"
+             else c = "other"
+             sum[c] += share }
+           END { for (c in sum) printf "%6.2f%%  %s\n", sum[c], c }' | sort -rn
+  fi
+} > "$out"
+cat "$out"
