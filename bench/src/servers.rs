@@ -280,6 +280,9 @@ pub enum FloorMode {
     Write,
     /// What is queued for a socket leaves in one `write` per loop turn.
     Writev,
+    /// One `send` per frame, a publish's sends submitted at once
+    /// (`io_uring`).
+    Uring,
 }
 
 /// Starts `bubble-floor` (the binary next to this one), pinned to `core`.
@@ -290,6 +293,7 @@ pub fn start_floor(mode: FloorMode, core: Option<usize>) -> Result<Server, Serve
     let (name, flag) = match mode {
         FloorMode::Write => ("floor-write", "write"),
         FloorMode::Writev => ("floor-writev", "writev"),
+        FloorMode::Uring => ("floor-uring", "uring"),
     };
     let dir = scratch(name)?;
     let log = std::fs::File::create(dir.join("server.log")).map_err(io_err("create server.log"))?;

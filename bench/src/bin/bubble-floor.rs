@@ -68,7 +68,13 @@ enum Mode {
     Write,
     /// Queue, then one `write` per socket at the end of each loop iteration.
     Writev,
+    /// One `send` per subscriber per publish, all of a publish's sends
+    /// submitted to the kernel at once through `io_uring`.
+    Uring,
 }
+
+/// Submission slots of the `uring` mode's ring.
+const RING_ENTRIES: u32 = 4096;
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -416,7 +422,7 @@ impl Conn {
         mode: Mode,
         dirty: &mut Vec<usize>,
     ) -> Result<(), Dead> {
-        if mode == Mode::Write && self.out.is_empty() {
+        if matches!(mode, Mode::Write | Mode::Uring) && self.out.is_empty() {
             let n = write_once(&mut self.stream, bytes)?;
             self.out.extend_from_slice(&bytes[n..]);
         } else {
@@ -477,6 +483,8 @@ struct Server {
     subs: Vec<Vec<usize>>,
     /// The frame being published (reused).
     frame: Vec<u8>,
+    /// The `uring` mode's ring.
+    ring: Option<io_uring::IoUring>,
     /// Read buffer (reused).
     scratch: Vec<u8>,
     /// Connections with queued bytes to flush at the end of the iteration.
@@ -497,6 +505,10 @@ impl Server {
             channels: HashMap::new(),
             subs: Vec::new(),
             frame: Vec::new(),
+            ring: match mode {
+                Mode::Uring => Some(io_uring::IoUring::new(RING_ENTRIES)?),
+                Mode::Write | Mode::Writev => None,
+            },
             scratch: vec![0; READ_CHUNK],
             dirty: Vec::new(),
             doomed: Vec::new(),
@@ -601,7 +613,7 @@ impl Server {
             return;
         }
         match self.mode {
-            Mode::Write => {
+            Mode::Write | Mode::Uring => {
                 if conn.flush().is_err() {
                     self.close(t);
                 }
@@ -704,6 +716,9 @@ impl Server {
     /// Hands the current frame to every subscriber of `chan`; closes those
     /// that fail or overflow.
     fn deliver(&mut self, chan: usize) {
+        if self.ring.is_some() {
+            return self.deliver_uring(chan);
+        }
         for &s in &self.subs[chan] {
             if let Some(Some(conn)) = self.conns.get_mut(s) {
                 if conn
@@ -711,6 +726,70 @@ impl Server {
                     .is_err()
                 {
                     self.doomed.push(s);
+                }
+            }
+        }
+        while let Some(s) = self.doomed.pop() {
+            self.close(s);
+        }
+    }
+
+    /// `uring` mode: one `send` per idle subscriber, all submitted with one
+    /// system call; what a send did not take waits for writability.
+    fn deliver_uring(&mut self, chan: usize) {
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
+        let flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+        let subs = &self.subs[chan];
+        for batch in subs.chunks(RING_ENTRIES as usize) {
+            let mut pending = 0;
+            for &s in batch {
+                let Some(Some(conn)) = self.conns.get_mut(s) else {
+                    continue;
+                };
+                if !conn.out.is_empty() {
+                    conn.out.extend_from_slice(&self.frame);
+                    if conn.out.len() > MAX_QUEUE {
+                        self.doomed.push(s);
+                    }
+                    continue;
+                }
+                let entry = io_uring::opcode::Send::new(
+                    io_uring::types::Fd(conn.stream.as_raw_fd()),
+                    self.frame.as_ptr(),
+                    self.frame.len() as u32,
+                )
+                .flags(flags)
+                .build()
+                .user_data(s as u64);
+                // SAFETY: the frame buffer and the socket outlive the
+                // submission: every entry completes (MSG_DONTWAIT) before
+                // `submit_and_wait` returns and the buffer is not touched
+                // until the completions are read below.
+                if unsafe { ring.submission().push(&entry) }.is_ok() {
+                    pending += 1;
+                }
+            }
+            if pending == 0 {
+                continue;
+            }
+            if ring.submit_and_wait(pending).is_err() {
+                self.doomed.extend_from_slice(batch);
+                continue;
+            }
+            for cqe in ring.completion() {
+                let s = cqe.user_data() as usize;
+                let Some(Some(conn)) = self.conns.get_mut(s) else {
+                    continue;
+                };
+                let res = cqe.result();
+                if res == -libc::EAGAIN {
+                    conn.out.extend_from_slice(&self.frame);
+                } else if res < 0 {
+                    self.doomed.push(s);
+                } else if (res as usize) < self.frame.len() {
+                    conn.out.extend_from_slice(&self.frame[res as usize..]);
                 }
             }
         }

@@ -413,14 +413,17 @@ pub fn scenario_fanout_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Fan-out on the floor server alone, one write per frame.
+/// Fan-out on the floor server alone, in each of its modes.
 pub fn scenario_fanout_floor(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let run = run(ctx, &shape, Contender::Floor(FloorMode::Write))?;
+    let runs = [FloorMode::Write, FloorMode::Writev, FloorMode::Uring]
+        .into_iter()
+        .map(|mode| run(ctx, &shape, Contender::Floor(mode)))
+        .collect::<Result<Vec<_>, _>>()?;
     crate::results::append(
         &ctx.results_dir,
         "fanout-floor",
-        json!({ "shape": shape, "floor": run }),
+        json!({ "shape": shape, "runs": runs }),
     )?;
     Ok(())
 }
