@@ -7,7 +7,7 @@
 //! makes the engine's write batches durable (group commit) and reports them
 //! back; each WebSocket has a task with a bounded outbound queue.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cli;

@@ -22,7 +22,7 @@ use bubble_core::edge::{OutboundLimit, SlowConsumer};
 use bubble_core::SharedFrame;
 
 use crate::ws::frame;
-use crate::ws::{send_now, Ring, Sent};
+use crate::ws::{send_now, Sent};
 
 /// What the writer of one socket is asked to do, in order.
 #[derive(Debug)]
@@ -83,25 +83,6 @@ struct State {
 }
 
 impl State {
-    /// Accounts for a send of the whole queue from the engine's thread;
-    /// what the kernel did not take goes to the socket's task.
-    fn sent(&mut self, sent: Sent) {
-        match sent {
-            Sent::All => {
-                self.bytes.clear();
-                self.queued = 0;
-                if self.bytes.capacity() > frame::KEEP_BUFFER {
-                    self.bytes = Vec::new();
-                }
-            }
-            Sent::Part(n) => {
-                self.bytes.drain(..n);
-                self.hand_over();
-            }
-            Sent::Failed => self.hand_over(),
-        }
-    }
-
     fn wake(&mut self) {
         if let Some(waker) = self.waker.take() {
             waker.wake();
@@ -260,13 +241,31 @@ impl Outbound {
         }
     }
 
-    /// The queue's state when the engine may write it now (it is due,
-    /// the socket's task is not writing, it is alive and has bytes).
-    fn writable(&self) -> Option<MutexGuard<'_, State>> {
+    /// Writes the queue from the engine's thread unless the socket's task
+    /// is writing; what the kernel does not take goes to the task.
+    fn flush(&self) {
         let mut state = self.lock();
         state.due = false;
-        let idle = !state.task_writes && state.kill.is_none() && state.fd.is_some();
-        (idle && !state.bytes.is_empty()).then_some(state)
+        if state.task_writes || state.kill.is_some() || state.bytes.is_empty() {
+            return;
+        }
+        let Some(fd) = state.fd.as_ref() else {
+            return;
+        };
+        match send_now(fd.as_ref(), &state.bytes) {
+            Sent::All => {
+                state.bytes.clear();
+                state.queued = 0;
+                if state.bytes.capacity() > frame::KEEP_BUFFER {
+                    state.bytes = Vec::new();
+                }
+            }
+            Sent::Part(n) => {
+                state.bytes.drain(..n);
+                state.hand_over();
+            }
+            Sent::Failed => state.hand_over(),
+        }
     }
 
     fn kill(&self, code: u16) {
@@ -278,31 +277,6 @@ impl Outbound {
         state.bytes = Vec::new();
         state.queued = 0;
         state.wake();
-    }
-}
-
-/// Writes the queues of `handles` at the end of the engine's turn, each
-/// with one non-blocking send of everything queued: all in one submission
-/// with `ring`, one system call each without. `sent` is scratch space.
-pub(crate) fn flush_all(handles: &[&ConnHandle], ring: Option<&mut Ring>, sent: &mut Vec<Sent>) {
-    let mut states: Vec<MutexGuard<'_, State>> =
-        handles.iter().filter_map(|h| h.out.writable()).collect();
-    sent.clear();
-    match ring {
-        Some(ring) => {
-            let jobs: Vec<(&OwnedFd, &[u8])> = states
-                .iter()
-                .filter_map(|s| Some((s.fd.as_deref()?, s.bytes.as_slice())))
-                .collect();
-            ring.send_all(&jobs, sent);
-        }
-        None => sent.extend(states.iter().filter_map(|s| {
-            let fd = s.fd.as_deref()?;
-            Some(send_now(fd, &s.bytes))
-        })),
-    }
-    for (state, outcome) in states.iter_mut().zip(sent.drain(..)) {
-        state.sent(outcome);
     }
 }
 
@@ -340,6 +314,10 @@ impl ConnHandle {
         self.out.push(&msg)
     }
 
+    /// Writes what is queued, at the end of the engine's turn.
+    pub(crate) fn flush(&self) {
+        self.out.flush();
+    }
 
     /// Closes the socket now, dropping whatever is queued.
     pub(crate) fn kill(&self, code: u16) {
@@ -369,10 +347,6 @@ mod tests {
         (handle, out, peer)
     }
 
-    fn flush(handle: &ConnHandle) {
-        flush_all(&[handle], None, &mut Vec::new());
-    }
-
     fn read_all(peer: &mut UnixStream) -> Vec<u8> {
         let mut got = Vec::new();
         let mut buf = [0u8; 64 * 1024];
@@ -396,7 +370,7 @@ mod tests {
             read_all(&mut peer).is_empty(),
             "nothing is sent before the flush"
         );
-        flush(&handle);
+        handle.flush();
         assert_eq!(read_all(&mut peer), [0x81, 2, b'a', b'b', 0x89, 0]);
         assert!(!ready(&out));
         assert_eq!(out.turn(), None);
@@ -408,7 +382,7 @@ mod tests {
         let (handle, out, mut peer) = pair(8);
         let big = "x".repeat(4 << 20);
         handle.push(OutMsg::Frame(big.as_str().into())).unwrap();
-        flush(&handle);
+        handle.flush();
         assert!(ready(&out), "the rest is handed to the task");
         assert_eq!(
             out.turn(),
@@ -419,7 +393,7 @@ mod tests {
         );
         // Frames queued meanwhile wait for the task, behind the rest.
         handle.push(OutMsg::Frame("tail".into())).unwrap();
-        flush(&handle);
+        handle.flush();
         let mut got = read_all(&mut peer);
         let mut taken = Vec::new();
         while out.take(&mut taken) {
@@ -433,37 +407,8 @@ mod tests {
         assert!(got == want, "bytes arrive whole and in order");
         assert!(!ready(&out), "writing went back to the engine");
         handle.push(OutMsg::Frame("next".into())).unwrap();
-        flush(&handle);
+        handle.flush();
         assert_eq!(read_all(&mut peer), [0x81, 4, b'n', b'e', b'x', b't']);
-    }
-
-    #[test]
-    fn a_turn_through_the_ring_writes_each_socket_once_and_hands_over_the_rest() {
-        let Some(mut ring) = Ring::new() else {
-            eprintln!("io_uring is unavailable here: the one-send path is tested above");
-            return;
-        };
-        let (small, small_out, mut small_peer) = pair(8);
-        let (large, large_out, mut large_peer) = pair(8);
-        small.push(OutMsg::Frame("ab".into())).unwrap();
-        small.push(OutMsg::Frame("cd".into())).unwrap();
-        let big = "y".repeat(4 << 20);
-        large.push(OutMsg::Frame(big.as_str().into())).unwrap();
-        flush_all(&[&small, &large], Some(&mut ring), &mut Vec::new());
-        assert_eq!(
-            read_all(&mut small_peer),
-            [0x81, 2, b'a', b'b', 0x81, 2, b'c', b'd']
-        );
-        assert!(!ready(&small_out));
-        assert!(ready(&large_out), "what the kernel did not take goes to the task");
-        let mut got = read_all(&mut large_peer);
-        let mut taken = Vec::new();
-        while large_out.take(&mut taken) {
-            got.extend_from_slice(&taken);
-        }
-        let mut want = Vec::new();
-        frame::encode_text(&mut want, big.as_bytes());
-        assert!(got == want, "the large frame arrives whole");
     }
 
     #[test]

@@ -27,7 +27,6 @@ pub(crate) mod conn;
 
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
-use crate::ws::{Ring, Sent};
 use conn::{ConnHandle, Due, OutMsg, QueueError};
 
 /// Capacity of the engine's inbox; senders wait when it is full.
@@ -140,10 +139,6 @@ struct Driver {
     answered: Vec<ReadDone>,
     /// Sockets with frames queued this turn, written at its end.
     due: Vec<ConnId>,
-    /// Batches a turn's sends into one submission, where available.
-    ring: Option<Ring>,
-    /// Outcomes of a turn's sends (reused).
-    sent: Vec<Sent>,
 }
 
 /// Where the engine's reads are answered.
@@ -285,8 +280,6 @@ impl Driver {
             reads,
             answered: Vec::new(),
             due: Vec::new(),
-            ring: Ring::new(),
-            sent: Vec::new(),
         }
     }
 
@@ -535,16 +528,14 @@ impl Driver {
         }
     }
 
-    /// Writes every socket queued to this turn, each with one send however
-    /// many frames the turn queued for it, all of them in one submission
-    /// where `io_uring` is available.
+    /// Writes every socket queued to this turn: one system call each,
+    /// however many frames the turn queued for it.
     fn flush_sockets(&mut self) {
-        if self.due.is_empty() {
-            return;
+        for conn in self.due.drain(..) {
+            if let Some(handle) = self.conns.get(&conn) {
+                handle.flush();
+            }
         }
-        let handles: Vec<&ConnHandle> = self.due.iter().filter_map(|c| self.conns.get(c)).collect();
-        conn::flush_all(&handles, self.ring.as_mut(), &mut self.sent);
-        self.due.clear();
     }
 
     fn queue(&mut self, conn: ConnId, msg: OutMsg) {

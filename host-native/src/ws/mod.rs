@@ -13,13 +13,11 @@ mod gate;
 mod io;
 mod socket;
 mod upgrade;
-mod uring;
 
 use crate::driver::conn::ConnHandle;
 use crate::driver::Command;
 use crate::http::{respond, unavailable, Host};
 pub(crate) use direct::{send_now, Accepting, Peer, Sent};
-pub(crate) use uring::Ring;
 use socket::Open;
 use upgrade::{Refusal, Upgrade};
 
