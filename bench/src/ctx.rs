@@ -29,6 +29,8 @@ pub struct Ctx {
     pub pipeline: usize,
     /// Deliveries/s of the common fan-out step, if not the default.
     pub common_rate: Option<f64>,
+    /// CPU quota of the fan-out servers, in cores.
+    pub server_cpu: Option<f64>,
     /// Pin Bubble after it started rather than from exec.
     pub pin_after_start: bool,
     /// Concurrent history pagers (fanout-with-history).

@@ -6,6 +6,7 @@
 //! servers are measured alike.
 
 mod clock;
+mod cpulimit;
 mod ctx;
 mod error;
 mod history;
@@ -95,6 +96,11 @@ struct Args {
     /// Do not pin the server and the generator to separate cores.
     #[arg(long)]
     no_pin: bool,
+    /// Hold the fan-out servers to this much CPU (cores, e.g. 0.5) with a
+    /// cgroup quota, so that saturation is the server's, not the
+    /// generator's (needs a writable cgroup `cpu` controller).
+    #[arg(long)]
+    server_cpu: Option<f64>,
     /// Concurrent history pagers of fanout-with-history.
     #[arg(long, default_value_t = 4)]
     pagers: usize,
@@ -150,6 +156,7 @@ fn context(args: &Args) -> Ctx {
         pub_conns: args.pub_conns.max(1),
         pipeline: args.pipeline.max(1),
         common_rate: args.common_rate,
+        server_cpu: args.server_cpu,
         pin_after_start: args.pin_after_start,
         pagers: args.pagers.max(1),
         page_rate: Some(args.page_rate).filter(|r| *r > 0.0),

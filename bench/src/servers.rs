@@ -86,9 +86,23 @@ pub struct Server {
     pub addr: SocketAddr,
     child: Child,
     dir: PathBuf,
+    /// The CPU quota it runs under, if any (removed after it exited).
+    limit: std::sync::OnceLock<crate::cpulimit::CpuLimit>,
 }
 
 impl Server {
+    /// Holds the server's processes (nginx: master and workers) to `cores`
+    /// of CPU time from now on (once; a second limit is refused).
+    pub fn limit_cpu(&self, cores: f64) -> Result<(), ServerError> {
+        let mut pids = vec![self.child.id()];
+        pids.extend(procstat::children(self.child.id()));
+        let limit = crate::cpulimit::CpuLimit::apply(&pids, cores)
+            .map_err(io_err(format!("limit {} to {cores} cores", self.name)))?;
+        self.limit
+            .set(limit)
+            .map_err(|_| ServerError::Start(format!("{} is already limited", self.name)))
+    }
+
     /// The processes doing the work (nginx: its workers).
     pub fn pids(&self) -> Vec<u32> {
         if self.name == "nchan" {
@@ -258,6 +272,7 @@ fn spawn_listening(
         addr: "127.0.0.1:0".parse().expect("static address"),
         child,
         dir,
+        limit: std::sync::OnceLock::new(),
     };
     match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(addr) => {
@@ -344,6 +359,7 @@ pub fn start_nchan(conf: &Path, core: Option<usize>) -> Result<Server, ServerErr
         addr,
         child,
         dir,
+        limit: std::sync::OnceLock::new(),
     };
     for _ in 0..200 {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()

@@ -198,7 +198,9 @@ fn wire(
     Ok((specs, targets))
 }
 
-/// Runs the fan-out load `load` against `server`, labelled `label`.
+/// Runs the fan-out load `load` against `server`, labelled `label`: the
+/// fixed-rate steps, the second generator at the same rates, then (under
+/// `--server-cpu`'s quota, if given) the saturation search.
 pub fn measure(
     ctx: &Ctx,
     server: &Server,
@@ -252,6 +254,16 @@ pub fn measure(
     for (i, &rate) in shape.fixed_rates.iter().enumerate() {
         fixed.push(run_step(i as u8 + 1, rate)?);
     }
+    // The second generator at the same rates, on the same process, before
+    // any quota (the bench pool's subscribers stay connected and idle: the
+    // second generator publishes on channels of its own).
+    let crosscheck = match load.crossgen_proto() {
+        Some(proto) => crosscheck(ctx, server, shape, proto)?,
+        None => Vec::new(),
+    };
+    if let Some(cores) = ctx.server_cpu {
+        server.limit_cpu(cores)?;
+    }
     let steps = step::search(
         last * shape.factor,
         shape.factor,
@@ -265,12 +277,14 @@ pub fn measure(
             "{label}: no delivery reached any subscriber"
         )));
     }
-    let crosscheck = match load.crossgen_proto() {
-        Some(proto) => crosscheck(ctx, server, shape, proto)?,
-        None => Vec::new(),
-    };
     let generator_bound = steps.last().is_some_and(|s| !s.valid);
-    let max_deliveries = step::max_sustainable(&steps).max(step::max_sustainable(&fixed));
+    // Under a quota only the search ran at the quota; without one, a
+    // search whose every step missed leaves the fixed steps' best.
+    let max_deliveries = if ctx.server_cpu.is_some() {
+        step::max_sustainable(&steps)
+    } else {
+        step::max_sustainable(&steps).max(step::max_sustainable(&fixed))
+    };
     Ok(FanoutRun {
         server: label.to_string(),
         load,
@@ -357,7 +371,8 @@ fn with_log(e: BenchError, server: &Server) -> BenchError {
 enum Contender {
     BubblePubb,
     BubbleThreads(Store),
-    Nchan,
+    /// nchan, labelled with this name (measured first and again last).
+    Nchan(&'static str),
     Floor(FloorMode),
 }
 
@@ -373,10 +388,10 @@ fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, Benc
             Load::Threads,
             format!("bubble-threads-{}", store.name()),
         ),
-        Contender::Nchan => (
+        Contender::Nchan(label) => (
             servers::start_nchan(&ctx.nchan_conf, ctx.server_core)?,
             Load::Nchan,
-            "nchan".to_string(),
+            label.to_string(),
         ),
         Contender::Floor(mode) => {
             let server = servers::start_floor(mode, ctx.server_core)?;
@@ -404,7 +419,7 @@ pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
 /// Channel fan-out on nchan alone.
 pub fn scenario_fanout_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let run = run(ctx, &shape, Contender::Nchan)?;
+    let run = run(ctx, &shape, Contender::Nchan("nchan"))?;
     crate::results::append(
         &ctx.results_dir,
         "fanout-nchan",
@@ -437,36 +452,58 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// The mean of two figures (either alone when the other is 0).
+fn mean(a: f64, b: f64) -> f64 {
+    match (a > 0.0, b > 0.0) {
+        (true, true) => (a + b) / 2.0,
+        (true, false) => a,
+        _ => b,
+    }
+}
+
 /// Scenario 2, the headline: the same fan-out on Bubble (channels; threads
 /// on memory and SQLite), nchan and the floor, at fixed rates and to
-/// saturation, with the ratios per delivery.
+/// saturation, with the ratios per delivery. nchan is measured first and
+/// again last, and Bubble is compared with the mean of the two, so that a
+/// machine that drifts during the run does not favour either side.
 pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
     let contenders = [
-        Contender::Nchan,
+        Contender::Nchan("nchan"),
         Contender::BubblePubb,
         Contender::BubbleThreads(Store::Memory),
         Contender::BubbleThreads(Store::Sqlite),
         Contender::Floor(FloorMode::Write),
         Contender::Floor(FloorMode::Writev),
+        Contender::Nchan("nchan-again"),
     ];
     let runs = contenders
         .iter()
         .map(|&who| run(ctx, &shape, who))
         .collect::<Result<Vec<_>, _>>()?;
-    let nchan = &runs[0];
+    let (first, last) = (&runs[0], &runs[6]);
     let floor = &runs[4];
+    let nchan_at = |i: usize, f: fn(&StepResult) -> f64| {
+        mean(
+            first.fixed.get(i).map_or(0.0, f),
+            last.fixed.get(i).map_or(0.0, f),
+        )
+    };
+    let nchan_max = mean(first.max_deliveries, last.max_deliveries);
     let mut ratios = Vec::new();
     for r in &runs[1..4] {
         for (i, s) in r.fixed.iter().enumerate() {
-            let (Some(n), Some(f)) = (nchan.fixed.get(i), floor.fixed.get(i)) else {
+            let Some(f) = floor.fixed.get(i) else {
                 continue;
             };
             let line = json!({
                 "server": r.server,
                 "rate": s.target_rate,
-                "cpu_vs_nchan": ratio(s.us_per_item, n.us_per_item),
-                "with_softirq_vs_nchan": ratio(s.with_softirq_us_per_item, n.with_softirq_us_per_item),
+                "cpu_vs_nchan": ratio(s.us_per_item, nchan_at(i, |s| s.us_per_item)),
+                "with_softirq_vs_nchan": ratio(
+                    s.with_softirq_us_per_item,
+                    nchan_at(i, |s| s.with_softirq_us_per_item)
+                ),
                 "cpu_vs_floor": ratio(s.us_per_item, f.us_per_item),
             });
             println!(
@@ -482,7 +519,7 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
         println!(
             "{} max sustainable {:.2}x nchan",
             r.server,
-            ratio(r.max_deliveries, nchan.max_deliveries)
+            ratio(r.max_deliveries, nchan_max)
         );
     }
     crate::results::append(
