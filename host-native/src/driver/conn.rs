@@ -160,12 +160,13 @@ impl Outbound {
     /// The socket's task finished writing what it took before: takes the
     /// rest of the queue into `into` (empty, kept for reuse by the queue)
     /// and keeps writing; false when the queue is empty (writing goes back
-    /// to the engine) or the socket was killed.
+    /// to the engine). A kill drops what the engine queued, so after one
+    /// the queue holds only the task's own bytes (its Close frame).
     pub(crate) fn take(&self, into: &mut Vec<u8>) -> bool {
         into.clear();
         let mut state = self.lock();
         state.writing = 0;
-        if state.kill.is_some() || state.bytes.is_empty() {
+        if state.bytes.is_empty() {
             state.task_writes = false;
             if into.capacity() > frame::KEEP_BUFFER {
                 *into = Vec::new();
@@ -455,6 +456,14 @@ mod tests {
         handle.kill(SlowConsumer.close_code());
         handle.close(1006);
         assert_eq!(out.turn(), Some(Turn::Kill(1013)));
+        // The task's Close frame still goes out, alone.
+        handle.push(OutMsg::Frame("late".into())).unwrap();
+        let mut close = Vec::new();
+        frame::encode_close(&mut close, 1013);
+        out.append(&close);
+        let mut taken = Vec::new();
+        assert!(out.take(&mut taken));
+        assert_eq!(taken, close);
         out.gone();
         assert_eq!(handle.push(OutMsg::Ping), Err(QueueError::Gone));
     }
