@@ -30,17 +30,22 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     user_system_seconds(pid).map(|(u, s)| u + s)
 }
 
-/// Nanoseconds `pid`'s threads have run so far
-/// (`/proc/<pid>/task/*/schedstat`, first field: exact, not sampled).
-pub fn run_ns(pid: u32) -> u64 {
+/// Field `field` of `/proc/<pid>/task/*/schedstat`, summed over the
+/// threads of `pid` (0: ns on CPU, 1: ns runnable but waiting).
+fn schedstat_sum(pid: u32, field: usize) -> u64 {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return 0;
     };
     tasks
         .flatten()
         .filter_map(|t| fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .filter_map(|s| s.split_whitespace().nth(field)?.parse::<u64>().ok())
         .sum()
+}
+
+/// Nanoseconds `pid`'s threads have run so far (exact, not sampled).
+pub fn run_ns(pid: u32) -> u64 {
+    schedstat_sum(pid, 0)
 }
 
 /// The process id of `ksoftirqd/<core>`, the kernel thread that finishes
@@ -94,16 +99,9 @@ pub fn children(pid: u32) -> Vec<u32> {
 }
 
 /// Nanoseconds the threads of `pid` have spent runnable but waiting for a
-/// CPU (`/proc/<pid>/task/*/schedstat`, second field).
+/// CPU.
 pub fn runqueue_wait_ns(pid: u32) -> u64 {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum()
+    schedstat_sum(pid, 1)
 }
 
 /// CPU used by a set of processes over an interval, and the time their

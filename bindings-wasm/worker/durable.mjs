@@ -12,7 +12,7 @@
 // wasm classes are passed in. `workerd.mjs` is the entry that imports the
 // wasm as a module and exports both.
 
-import { BubbleHost, toResponse } from './host.mjs';
+import { BubbleHost, feedSocket, toResponse } from './host.mjs';
 
 /** The attachment format of a hibernatable `/v1/ws` socket. */
 const ATTACHMENT = 1;
@@ -184,11 +184,7 @@ export function bubbleObject(wasm) {
       } else {
         server.accept();
         conn = open(socket);
-        server.addEventListener('message', (event) =>
-          typeof event.data === 'string' ? conn.text(event.data) : conn.binary(new Uint8Array(event.data)),
-        );
-        server.addEventListener('close', () => conn.closed());
-        server.addEventListener('error', () => conn.closed());
+        feedSocket(server, conn);
       }
       return new Response(null, { status: 101, webSocket: client });
     }

@@ -405,6 +405,18 @@ export class BubbleHost {
   }
 }
 
+/**
+ * Feeds a runtime WebSocket's messages and its end to `conn`, a connection
+ * `BubbleHost` opened for it.
+ */
+export function feedSocket(ws, conn) {
+  ws.addEventListener('message', (event) =>
+    typeof event.data === 'string' ? conn.text(event.data) : conn.binary(new Uint8Array(event.data)),
+  );
+  ws.addEventListener('close', () => conn.closed());
+  ws.addEventListener('error', () => conn.closed());
+}
+
 /** The headers and body (null when empty) to write for an answer. */
 export function answerParts({ status, contentType, body, retryAfter }) {
   // A response without a body (204) carries no Content-Type.

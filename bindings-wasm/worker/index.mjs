@@ -9,7 +9,7 @@
 // bubble.toml, as a string or an object).
 
 import init, * as wasm from '../pkg/bubble_wasm.js';
-import { BubbleHost, answerParts, header, toResponse } from './host.mjs';
+import { BubbleHost, answerParts, feedSocket, header, toResponse } from './host.mjs';
 import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
 
 export { BubbleHost, MemoryStorage, answerParts, answerRead, commitBatches, header, toResponse };
@@ -79,11 +79,7 @@ function acceptPair(open) {
     flushed: (callback) => setTimeout(callback, 0),
   };
   conn = open(socket);
-  server.addEventListener('message', (event) =>
-    typeof event.data === 'string' ? conn.text(event.data) : conn.binary(new Uint8Array(event.data)),
-  );
-  server.addEventListener('close', () => conn.closed());
-  server.addEventListener('error', () => conn.closed());
+  feedSocket(server, conn);
   return new Response(null, { status: 101, webSocket: client });
 }
 

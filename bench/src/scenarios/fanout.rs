@@ -404,28 +404,27 @@ fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, Benc
     Ok(run)
 }
 
-/// Scenario 1: channel fan-out on Bubble.
-pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
+/// Runs one contender alone and records it under `key` in `scenario`'s
+/// results.
+fn alone(ctx: &Ctx, who: Contender, scenario: &str, key: &str) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
-    let run = run(ctx, &shape, Contender::BubblePubb)?;
+    let run = run(ctx, &shape, who)?;
     crate::results::append(
         &ctx.results_dir,
-        "fanout",
-        json!({ "shape": shape, "bubble": run }),
+        scenario,
+        json!({ "shape": shape, key: run }),
     )?;
     Ok(())
 }
 
+/// Scenario 1: channel fan-out on Bubble.
+pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
+    alone(ctx, Contender::BubblePubb, "fanout", "bubble")
+}
+
 /// Channel fan-out on nchan alone.
 pub fn scenario_fanout_nchan(ctx: &Ctx) -> Result<(), BenchError> {
-    let shape = FanoutShape::for_ctx(ctx);
-    let run = run(ctx, &shape, Contender::Nchan("nchan"))?;
-    crate::results::append(
-        &ctx.results_dir,
-        "fanout-nchan",
-        json!({ "shape": shape, "nchan": run }),
-    )?;
-    Ok(())
+    alone(ctx, Contender::Nchan("nchan"), "fanout-nchan", "nchan")
 }
 
 /// Fan-out on the floor server alone, in each of its modes.

@@ -56,7 +56,7 @@ pub(crate) enum Due {
 }
 
 /// The queue's state, behind one lock.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct State {
     /// Encoded frames not yet written, in order.
     bytes: Vec<u8>,
@@ -293,16 +293,8 @@ impl ConnHandle {
     pub(crate) fn new(limit: OutboundLimit, fd: Arc<OwnedFd>) -> (ConnHandle, Arc<Outbound>) {
         let out = Arc::new(Outbound {
             state: Mutex::new(State {
-                bytes: Vec::new(),
-                queued: 0,
-                writing: 0,
-                task_writes: false,
-                due: false,
-                want_drained: false,
-                close: None,
-                kill: None,
                 fd: Some(fd),
-                waker: None,
+                ..State::default()
             }),
             limit,
         });

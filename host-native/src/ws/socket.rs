@@ -161,6 +161,12 @@ async fn pump(
                 close,
             }) => (want_drained, close),
         };
+        if let Some(code) = close {
+            // Behind everything queued, so one flush writes both.
+            let mut bytes = Vec::new();
+            frame::encode_close(&mut bytes, code);
+            out.append(&bytes);
+        }
         if let Err(end) = flush(ws, out).await {
             return end;
         }
@@ -168,12 +174,6 @@ async fn pump(
             let _ = host.inbox.send(Command::Drained { conn }).await;
         }
         if let Some(code) = close {
-            let mut bytes = Vec::new();
-            frame::encode_close(&mut bytes, code);
-            out.append(&bytes);
-            if let Err(end) = flush(ws, out).await {
-                return end;
-            }
             return End::Ours { code, sent: true };
         }
     }
