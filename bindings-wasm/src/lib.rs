@@ -349,7 +349,7 @@ impl WasmEngine {
     ) -> Result<(), JsValue> {
         let parsed = wire::read_result(result);
         let error = parsed.as_ref().err().map(ToString::to_string);
-        let result = parsed.map_err(|e| StoreError(format!("unreadable read result: {e}")));
+        let result = parsed.map_err(|e| StoreError::Failed(format!("unreadable read result: {e}")));
         let read = ReadId(read as u64);
         self.handle(now_ms, Input::ReadDone { read, result })?;
         error.map_or(Ok(()), |e| Err(js::error("invalid_read_result", e)))
@@ -365,7 +365,7 @@ impl WasmEngine {
         message: String,
     ) -> Result<(), JsValue> {
         let read = ReadId(read as u64);
-        let result = Err(StoreError(message));
+        let result = Err(StoreError::Failed(message));
         self.handle(now_ms, Input::ReadDone { read, result })
     }
 

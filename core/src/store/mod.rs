@@ -26,10 +26,30 @@ use crate::ids::{PrincipalId, ThreadId};
 use crate::model::{Participant, StoredEvent};
 use crate::policy::Role;
 
-/// A storage failure; the host logs the detail, peers see `internal`.
+/// A storage failure; the host logs the detail.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("store failure: {0}")]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// The store could not be reached (a lost connection, a database that
+    /// is down): nothing was read or written, and trying again later may
+    /// succeed. Peers see `unavailable`.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store answered with a failure. Peers see `internal`.
+    #[error("store failure: {0}")]
+    Failed(String),
+}
+
+impl StoreError {
+    /// What a peer is told: `unavailable` or `internal`.
+    pub fn to_bubble_error(&self) -> crate::error::BubbleError {
+        match self {
+            StoreError::Unavailable(_) => crate::error::BubbleError::Unavailable(
+                "The store is unavailable; try again later.".into(),
+            ),
+            StoreError::Failed(_) => crate::error::BubbleError::Internal,
+        }
+    }
+}
 
 /// One durable mutation, decided by the engine. Its JSON form (for hosts
 /// that keep a log of writes) names the operation as the one key, e.g.

@@ -370,8 +370,10 @@ impl Threads {
                 }))
             }
         };
-        let Ok(ReadResult::Events(events)) = answer else {
-            return Err(BubbleError::Internal.into());
+        let events = match answer {
+            Ok(ReadResult::Events(events)) => events,
+            Err(e) => return Err(Step::Fail(e.to_bubble_error())),
+            Ok(_) => return Err(BubbleError::Internal.into()),
         };
         let expected = usize::try_from(through - from + 1)
             .unwrap_or(usize::MAX)

@@ -369,6 +369,7 @@ impl Threads {
                 self.cache.put(id.clone(), slot);
                 Ok(())
             }
+            Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
             Some(_) => Err(Step::Fail(BubbleError::Internal)),
             None => Err(Step::Need(query)),
         }
@@ -378,7 +379,7 @@ impl Threads {
     pub(super) fn answer(&self, query: ReadQuery) -> Result<&ReadResult, Step> {
         match self.answers.get(&query) {
             Some(Ok(result)) => Ok(result),
-            Some(Err(_)) => Err(Step::Fail(BubbleError::Internal)),
+            Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
             None => Err(Step::Need(query)),
         }
     }

@@ -289,7 +289,7 @@ impl Harness {
         };
         let (read, query) = self.reads.remove(pick);
         let result = match self.failing {
-            Some(fails) if fails(&query) => Err(StoreError("injected read failure".into())),
+            Some(fails) if fails(&query) => Err(StoreError::Failed("injected read failure".into())),
             _ => self.store.read(&query),
         };
         self.engine

@@ -43,6 +43,6 @@ impl Checkpoints {
         }
         self.commits = 0;
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            .map_err(|e| StoreError(format!("WAL checkpoint: {e}")))
+            .map_err(|e| StoreError::Failed(format!("WAL checkpoint: {e}")))
     }
 }

@@ -44,7 +44,7 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 fn err(context: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
-    move |e| StoreError(format!("migration ({context}): {e}"))
+    move |e| StoreError::Failed(format!("migration ({context}): {e}"))
 }
 
 /// Brings the schema up to date, atomically per run.
@@ -59,7 +59,7 @@ pub(crate) fn run(conn: &mut Connection) -> Result<(), StoreError> {
         .map_err(err("read version"))?;
     let current = usize::try_from(current.unwrap_or(0)).unwrap_or(0);
     if current > MIGRATIONS.len() {
-        return Err(StoreError(format!(
+        return Err(StoreError::Failed(format!(
             "the database has schema version {current}, newer than this build ({})",
             MIGRATIONS.len()
         )));

@@ -51,7 +51,7 @@ pub struct SqliteReader {
 }
 
 pub(super) fn store_err(context: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError(format!("{context}: {e}"))
+    move |e| StoreError::Failed(format!("{context}: {e}"))
 }
 
 impl SqliteStore {
@@ -61,7 +61,7 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         SqliteStore::open_exclusive(path).map_err(|e| match e {
             OpenError::Store(e) => e,
-            locked @ OpenError::Locked(_) => StoreError(locked.to_string()),
+            locked @ OpenError::Locked(_) => StoreError::Failed(locked.to_string()),
         })
     }
 
@@ -89,7 +89,7 @@ impl SqliteStore {
             .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
             .map_err(store_err("journal_mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError(format!(
+            return Err(StoreError::Failed(format!(
                 "the database refused WAL mode (got {mode})"
             )));
         }
@@ -147,7 +147,7 @@ impl SqliteReader {
 fn create_dir(path: &Path) -> Result<(), StoreError> {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) => std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError(format!("creating {}: {e}", dir.display()))),
+            .map_err(|e| StoreError::Failed(format!("creating {}: {e}", dir.display()))),
         None => Ok(()),
     }
 }

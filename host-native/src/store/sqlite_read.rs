@@ -82,11 +82,11 @@ fn idempotent(
 }
 
 fn parse_role(raw: &str) -> Result<Role, StoreError> {
-    Role::parse(raw).ok_or_else(|| StoreError(format!("unknown role {raw:?} in the database")))
+    Role::parse(raw).ok_or_else(|| StoreError::Failed(format!("unknown role {raw:?} in the database")))
 }
 
 fn parse_thread(raw: &str) -> Result<ThreadId, StoreError> {
-    ThreadId::parse(raw).map_err(|e| StoreError(format!("bad thread id in the database: {e}")))
+    ThreadId::parse(raw).map_err(|e| StoreError::Failed(format!("bad thread id in the database: {e}")))
 }
 
 fn record(conn: &Connection, thread: &ThreadId) -> Result<Option<ThreadRecord>, StoreError> {
@@ -145,7 +145,7 @@ fn record(conn: &Connection, thread: &ThreadId) -> Result<Option<ThreadRecord>, 
         title,
         created_at,
         head_seq: u64::try_from(head)
-            .map_err(|_| StoreError(format!("negative head_seq on {thread}")))?,
+            .map_err(|_| StoreError::Failed(format!("negative head_seq on {thread}")))?,
         version: u64::try_from(version).unwrap_or(0),
         grants,
         participants,

@@ -46,7 +46,7 @@ pub(super) fn apply_group(tx: &Connection, group: &ThreadWrites) -> Result<bool,
         (Step::Moved | Step::Applied, false) => {}
         (Step::Moved, true) => statement(tx, "RELEASE thread_group")?,
         (Step::Refused, false) => {
-            return Err(StoreError(format!(
+            return Err(StoreError::Failed(format!(
                 "a write to {} was refused by a constraint",
                 group.thread_id
             )))
@@ -122,7 +122,7 @@ fn check_seqs(group: &ThreadWrites) -> Result<(), StoreError> {
     for write in &group.writes {
         if let Write::AppendEvent { seq, .. } = write {
             if *seq != head + 1 {
-                return Err(StoreError(format!(
+                return Err(StoreError::Failed(format!(
                     "append of seq {seq} after {head} on {}",
                     group.thread_id
                 )));
@@ -131,7 +131,7 @@ fn check_seqs(group: &ThreadWrites) -> Result<(), StoreError> {
         }
     }
     if head != group.record.head_seq {
-        return Err(StoreError(format!(
+        return Err(StoreError::Failed(format!(
             "group of {} ends at seq {head}, its record at {}",
             group.thread_id, group.record.head_seq
         )));
@@ -145,7 +145,7 @@ fn refused_or(e: rusqlite::Error, what: &str) -> Result<Outcome, StoreError> {
         rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::ConstraintViolation => {
             Ok(Outcome::Refused)
         }
-        _ => Err(StoreError(format!("{what}: {e}"))),
+        _ => Err(StoreError::Failed(format!("{what}: {e}"))),
     }
 }
 
@@ -153,7 +153,7 @@ fn ensure_changed(changed: usize, what: &str, thread: &ThreadId) -> Result<(), S
     if changed == 1 {
         Ok(())
     } else {
-        Err(StoreError(format!("{what}: no such thread {thread}")))
+        Err(StoreError::Failed(format!("{what}: no such thread {thread}")))
     }
 }
 

@@ -218,7 +218,7 @@ impl<W: Backend> Node<W> {
             };
             let (read, query) = self.waiting.swap_remove(pick);
             let result = if self.fail == Some(kind(&query)) {
-                Err(StoreError("injected read failure".into()))
+                Err(StoreError::Failed("injected read failure".into()))
             } else {
                 self.writer.read(&query)
             };
