@@ -72,6 +72,7 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
             .collect(),
         limits: c.limits,
         heartbeat: c.heartbeat,
+        cluster: false,
     })
 }
 

@@ -146,5 +146,28 @@ pub(crate) fn output(out: Output) -> JsValue {
         Output::WantDrained { conn: c } => {
             object(&[("kind", "wantDrained".into()), ("conn", conn(c))])
         }
+        // A worker's engine is one node (`cluster` is never set here); a
+        // JavaScript host that links nodes would carry these.
+        Output::Broadcast { message } => object(&[
+            ("kind", "broadcast".into()),
+            (
+                "message",
+                JsValue::from_str(&serde_json::to_string(&message).unwrap_or_default()),
+            ),
+        ]),
+        Output::Claim {
+            claim,
+            app_id,
+            key,
+            value,
+            ttl_ms,
+        } => object(&[
+            ("kind", "claim".into()),
+            ("claim", number(claim.0)),
+            ("appId", JsValue::from_str(&app_id)),
+            ("key", JsValue::from_str(&key)),
+            ("value", JsValue::from_str(&value)),
+            ("ttlMs", number(ttl_ms)),
+        ]),
     }
 }

@@ -18,6 +18,9 @@ pub struct Config {
     pub limits: Limits,
     /// Heartbeat timers for both protocols.
     pub heartbeat: Heartbeat,
+    /// One node of a cluster: tell the other nodes what they must see
+    /// ([`crate::cluster`]) and claim publication keys cluster-wide.
+    pub cluster: bool,
 }
 
 /// Bearer authentication drivers.

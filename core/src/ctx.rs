@@ -14,4 +14,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) ids: &'a mut IdGen,
     pub(crate) metrics: &'a mut Metrics,
     pub(crate) limits: &'a Limits,
+    /// This engine is one node of a cluster ([`crate::Config::cluster`]).
+    pub(crate) cluster: bool,
 }

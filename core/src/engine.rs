@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::auth::Authenticator;
 use crate::channels::Channels;
+use crate::cluster::ClusterMessage;
 use crate::config::{Config, Limits};
 use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
@@ -62,6 +63,7 @@ impl Engine {
             ids: &mut self.ids,
             metrics: &mut self.metrics,
             limits: &self.config.limits,
+            cluster: self.config.cluster,
         };
         let result = Self::dispatch(
             &mut cx,
@@ -165,6 +167,17 @@ impl Engine {
                 head_seq,
                 version,
             } => threads.changed(cx, &thread, head_seq, version),
+            Input::Remote { node, message } => match message {
+                ClusterMessage::ThreadChanged {
+                    thread_id,
+                    head_seq,
+                    version,
+                } => threads.changed(cx, &thread_id, head_seq, version),
+                other => channels.remote(cx, node, other),
+            },
+            Input::Recheck => threads.recheck(cx),
+            Input::RemotePresence { entries } => channels.remote_presence(cx, entries),
+            Input::Claimed { claim, outcome } => channels.claimed(cx, claim, outcome),
             Input::Tick => {
                 let mut beats = Vec::new();
                 heartbeats.poll(now, &mut beats);
@@ -238,6 +251,22 @@ impl Engine {
     #[must_use]
     pub fn thread_subscriptions(&self, conn: ConnId) -> Option<Vec<(ThreadId, u64)>> {
         self.threads.subscriptions(conn)
+    }
+
+    /// Threads with live subscriptions on this engine, in id order: what a
+    /// cluster node checks against the store when the broker may have lost
+    /// a change (feeding what it finds as [`Input::Changed`]).
+    #[must_use]
+    pub fn subscribed_threads(&self) -> Vec<ThreadId> {
+        self.threads.subscribed_threads()
+    }
+
+    /// This node's presence members, as the
+    /// [`ClusterMessage::MemberJoined`] announcements that re-create them
+    /// on the other nodes (after the broker lost its state).
+    #[must_use]
+    pub fn local_members(&self) -> Vec<ClusterMessage> {
+        self.channels.local_members()
     }
 
     /// The next output, or `None` when there is nothing (yet) to do.

@@ -37,6 +37,11 @@ pub struct BatchId(pub u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReadId(pub u64);
 
+/// A publication's idempotency-key claim, chosen by the engine, echoed on
+/// its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClaimId(pub u64);
+
 /// A validated thread id: 1–128 characters of `[A-Za-z0-9._:-]` (SPEC §2).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]

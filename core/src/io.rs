@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::ids::{BatchId, ConnId, ReadId, RequestId, ThreadId};
+use crate::ids::{BatchId, ClaimId, ConnId, ReadId, RequestId, ThreadId};
 use crate::store::{Batch, ReadQuery, ReadResult, StoreError};
 
 /// A serialized frame, built once and shared by every recipient.
@@ -183,6 +184,35 @@ pub enum Input<'a> {
         /// Its version after the change.
         version: u64,
     },
+    /// Another node of the cluster said something (see [`crate::cluster`]).
+    /// Messages from one node arrive in the order it sent them; the host
+    /// drops the engine's own.
+    Remote {
+        /// The sender's node id.
+        node: &'a str,
+        /// What it said.
+        message: ClusterMessage,
+    },
+    /// The other nodes' presence members, as the broker holds them now
+    /// (the host leaves out this node's own rows). Replaces what the engine
+    /// knew of them; members that appear or vanish are announced to local
+    /// subscribers. Hosts send it after (re)connecting to the broker and
+    /// periodically, which also repairs lost messages.
+    RemotePresence {
+        /// Every other node's rows.
+        entries: Vec<PresenceEntry>,
+    },
+    /// The broker may have lost messages (it reconnected, or a periodic
+    /// check is due): read every thread with live subscriptions again and
+    /// catch up on whatever changed unannounced.
+    Recheck,
+    /// The outcome of an [`Output::Claim`].
+    Claimed {
+        /// The claim.
+        claim: ClaimId,
+        /// How it went.
+        outcome: ClaimOutcome,
+    },
     /// A deadline from [`crate::Engine::poll_timeout`] passed (early ticks are harmless).
     Tick,
 }
@@ -232,6 +262,28 @@ pub enum Output {
         read: ReadId,
         /// What to read.
         query: ReadQuery,
+    },
+    /// Tell every other node of the cluster (only a clustered engine emits
+    /// it); see [`crate::cluster`].
+    Broadcast {
+        /// What to tell them.
+        message: ClusterMessage,
+    },
+    /// Claim a publication's idempotency key for the whole cluster: store
+    /// `value` under (`app_id`, `key`) for `ttl_ms` unless the key is held
+    /// already, then report [`Input::Claimed`] with the holder's value if it
+    /// was (only a clustered engine emits it).
+    Claim {
+        /// The claim's handle.
+        claim: ClaimId,
+        /// The app's id.
+        app_id: String,
+        /// The `Idempotency-Key`.
+        key: String,
+        /// The record to keep under the key.
+        value: String,
+        /// How long the key is held.
+        ttl_ms: u64,
     },
     /// Report [`Input::Drained`] for `conn` once what was sent to it so far
     /// has been written (flow control for backlog replay).

@@ -75,6 +75,7 @@
 pub mod auth;
 pub mod channels;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 mod ctx;
 pub mod edge;
@@ -96,5 +97,5 @@ pub use clock::MonotonicNow;
 pub use config::{AppConfig, AuthConfig, Config, Heartbeat, Limits};
 pub use engine::Engine;
 pub use error::{BubbleError, ErrorCode};
-pub use ids::{BatchId, ConnId, Millis, PrincipalId, ReadId, RequestId, ThreadId};
+pub use ids::{BatchId, ClaimId, ConnId, Millis, PrincipalId, ReadId, RequestId, ThreadId};
 pub use io::{ChannelProtocol, CloseReason, Input, Misuse, Output, SharedFrame, WsFrame};

@@ -18,6 +18,9 @@ pub struct Metrics {
     pub store_reads: u64,
     /// Thread write groups a store refused because another writer got there first.
     pub write_conflicts: u64,
+    /// Thread changes another node made that no broker message announced,
+    /// found by [`crate::Input::Recheck`] (a cluster's gap fills).
+    pub missed_changes: u64,
     /// Events appended (durable or pending).
     pub events_appended: u64,
     /// Client frames received on both protocols.
@@ -74,6 +77,12 @@ impl Metrics {
             "counter",
             "Thread write groups refused because another writer changed the thread first.",
             self.write_conflicts,
+        );
+        metric(
+            "bubble_cluster_missed_changes_total",
+            "counter",
+            "Thread changes of other nodes found by a recheck because no broker message announced them.",
+            self.missed_changes,
         );
         metric(
             "bubble_subscriptions",

@@ -4,6 +4,7 @@
 
 mod common;
 
+use bubble_core::cluster::ClusterMessage;
 use bubble_core::store::MemoryStore;
 use bubble_core::{ConnId, Millis};
 use common::*;
@@ -183,4 +184,52 @@ fn frames_behind_a_waiting_frame_keep_their_order() {
     let errors: Vec<&Value> = frames.iter().filter(|f| f["type"] == "error").collect();
     assert_eq!(errors.len(), 1, "{frames:?}");
     assert_eq!(errors[0]["code"], "invalid_request");
+}
+
+#[test]
+fn clustered_engines_announce_their_commits() {
+    let mut cfg = config();
+    cfg.cluster = true;
+    let store = MemoryStore::default();
+    let mut a = Harness::engine_over(cfg.clone(), store.clone(), Millis(T0), 1);
+    let mut b = Harness::engine_over(cfg, store, Millis(T0), 2);
+    a.create_thread("alice", "t");
+    let on_b = subscribed(&mut b, "alice", "t");
+    b.frames(on_b);
+    a.append_n("t", 3);
+    let said = a.take_broadcasts();
+    assert!(!said.is_empty());
+    assert!(
+        said.iter()
+            .all(|m| matches!(m, ClusterMessage::ThreadChanged { .. })),
+        "{said:?}"
+    );
+    for message in said {
+        b.remote("a", message);
+    }
+    assert_eq!(event_seqs(&b.frames(on_b)), [1, 2, 3]);
+    assert!(b.take_broadcasts().is_empty(), "b committed nothing");
+}
+
+#[test]
+fn a_recheck_catches_changes_nobody_announced() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    let on_b = subscribed(&mut b, "alice", "t");
+    b.frames(on_b);
+    a.append_n("t", 4);
+    a.take_committed();
+    assert!(
+        event_seqs(&b.frames(on_b)).is_empty(),
+        "nothing was announced"
+    );
+    b.input(bubble_core::Input::Recheck);
+    assert_eq!(event_seqs(&b.frames(on_b)), [1, 2, 3, 4]);
+    assert_eq!(b.engine.metrics().missed_changes, 1);
+    b.input(bubble_core::Input::Recheck);
+    assert!(
+        event_seqs(&b.frames(on_b)).is_empty(),
+        "nothing new: nothing sent"
+    );
+    assert_eq!(b.engine.metrics().missed_changes, 1);
 }

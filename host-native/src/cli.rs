@@ -37,9 +37,18 @@ pub struct ServeArgs {
     /// Store: "memory" or "sqlite:PATH" [default: sqlite:./bubble-data/bubble.db].
     #[arg(long, env = "BUBBLE_STORE", value_name = "SPEC")]
     pub store: Option<String>,
-    /// Cross-node broker: "none" (single node) [default: none].
+    /// Cross-node broker: "none" (single node) or "redis://HOST:PORT" (one
+    /// node of a cluster; needs a postgres:// store) [default: none].
     #[arg(long, env = "BUBBLE_BROKER", value_name = "SPEC")]
     pub broker: Option<String>,
+    /// Prefix of the cluster's Redis keys and channels; nodes of one
+    /// deployment share it [default: "bubble:" + the PostgreSQL schema].
+    #[arg(long, env = "BUBBLE_BROKER_PREFIX", value_name = "PREFIX")]
+    pub broker_prefix: Option<String>,
+    /// This node's id in the cluster, unique among running nodes
+    /// [default: random at each start].
+    #[arg(long, env = "BUBBLE_NODE_ID", value_name = "ID")]
+    pub node_id: Option<String>,
     /// Path of the threads WebSocket [default: /v1/ws].
     #[arg(long, env = "BUBBLE_WS_PATH", value_name = "PATH")]
     pub ws_path: Option<String>,

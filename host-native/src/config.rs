@@ -9,6 +9,7 @@ use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId};
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
+use crate::cluster::{BrokerSpec, BrokerSpecError, ClusterSettings};
 use crate::store::{StoreSpec, StoreSpecError};
 
 /// Everything `bubble serve` runs with.
@@ -26,6 +27,8 @@ pub struct Settings {
     pub engine: Config,
     /// Whether the dev config is in use (no config file was given).
     pub dev: bool,
+    /// This node's place in a cluster (`--broker redis://…`).
+    pub cluster: Option<ClusterSettings>,
 }
 
 /// A config that cannot be used.
@@ -51,8 +54,13 @@ pub enum ConfigError {
     #[error(transparent)]
     Store(#[from] StoreSpecError),
     /// The broker setting.
-    #[error("{0}")]
-    Broker(String),
+    #[error(transparent)]
+    Broker(#[from] BrokerSpecError),
+    /// A broker without a store the nodes can share.
+    #[error(
+        "a cluster (--broker redis://…) needs a store every node shares: --store postgres://…"
+    )]
+    ClusterStore,
     /// Any other invalid value.
     #[error("{0}")]
     Invalid(String),
@@ -66,6 +74,8 @@ struct FileConfig {
     listen: Option<String>,
     store: Option<String>,
     broker: Option<String>,
+    broker_prefix: Option<String>,
+    node_id: Option<String>,
     ws_path: Option<String>,
     www: Option<PathBuf>,
     #[serde(default)]
@@ -155,18 +165,37 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     })
 }
 
-fn check_broker(raw: Option<&str>) -> Result<(), ConfigError> {
-    match raw.map(str::trim) {
-        None | Some("" | "none") => Ok(()),
-        Some(b) if b.starts_with("redis://") || b.starts_with("rediss://") => {
-            Err(ConfigError::Broker(
-                "Redis broker is not available in this build (use \"none\")".into(),
-            ))
+/// The cluster settings, when a broker is configured.
+fn cluster(
+    args: &ServeArgs,
+    file: &FileConfig,
+    store: &StoreSpec,
+) -> Result<Option<ClusterSettings>, ConfigError> {
+    let broker = BrokerSpec::parse(args.broker.as_deref().or(file.broker.as_deref()))?;
+    let BrokerSpec::Redis(url) = broker else {
+        return Ok(None);
+    };
+    let Some(deployment) = crate::cluster::deployment(store) else {
+        return Err(ConfigError::ClusterStore);
+    };
+    let prefix = args
+        .broker_prefix
+        .clone()
+        .or_else(|| file.broker_prefix.clone())
+        .unwrap_or_else(|| format!("bubble:{deployment}"));
+    let node = match args.node_id.clone().or_else(|| file.node_id.clone()) {
+        Some(id) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_graphic()) => id,
+        Some(id) => {
+            return Err(ConfigError::Invalid(format!(
+                "node id {id:?} must be printable ASCII without spaces"
+            )))
         }
-        Some(other) => Err(ConfigError::Broker(format!(
-            "unknown broker {other:?}: expected \"none\""
-        ))),
-    }
+        None => format!(
+            "{:016x}",
+            getrandom::u64().map_err(|e| ConfigError::Invalid(e.to_string()))?
+        ),
+    };
+    Ok(Some(ClusterSettings { url, prefix, node }))
 }
 
 impl Settings {
@@ -176,11 +205,11 @@ impl Settings {
             Some(path) => (read_file(path)?, false),
             None => (dev_file(), true),
         };
-        check_broker(args.broker.as_deref().or(file.broker.as_deref()))?;
         let store = match args.store.as_deref().or(file.store.as_deref()) {
             Some(raw) => StoreSpec::parse(raw)?,
             None => StoreSpec::default_sqlite(),
         };
+        let cluster = cluster(args, &file, &store)?;
         let ws_path = args
             .ws_path
             .as_deref()
@@ -224,6 +253,7 @@ impl Settings {
                 .collect(),
             limits,
             heartbeat,
+            cluster: cluster.is_some(),
         };
         Ok(Settings {
             listen: args
@@ -236,6 +266,7 @@ impl Settings {
             www,
             engine,
             dev,
+            cluster,
         })
     }
 
@@ -397,12 +428,20 @@ mod tests {
             err.contains("PostgreSQL store is not available in this build"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_cluster_needs_a_shared_store_and_a_known_broker() {
         let mut a = args();
         a.broker = Some("redis://localhost".into());
-        let err = Settings::load(&a).unwrap_err().to_string();
-        assert!(
-            err.contains("Redis broker is not available in this build"),
-            "{err}"
-        );
+        a.store = Some("memory".into());
+        let err = Settings::load(&a).unwrap_err();
+        assert!(matches!(err, ConfigError::ClusterStore), "{err}");
+        a.broker = Some("nats://localhost".into());
+        let err = Settings::load(&a).unwrap_err();
+        assert!(matches!(err, ConfigError::Broker(_)), "{err}");
+        a.broker = Some("none".into());
+        let s = Settings::load(&a).unwrap();
+        assert!(s.cluster.is_none() && !s.engine.cluster);
     }
 }

@@ -11,6 +11,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cli;
+pub mod cluster;
 pub mod config;
 mod driver;
 mod http;

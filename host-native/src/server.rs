@@ -68,7 +68,12 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     })?;
     tracing::info!(store = %settings.store, "store opened");
     let stats = Arc::new(Stats::default());
-    let running = driver::spawn(home, settings.engine.clone(), opened.engine, stats)
+    let broker = settings.cluster.as_ref().map(|c| {
+        tracing::info!(node = %c.node, prefix = %c.prefix, "cluster node");
+        (c, Arc::new(crate::cluster::Health::default()))
+    });
+    let health = broker.as_ref().map(|(_, health)| health.clone());
+    let running = driver::spawn(home, settings.engine.clone(), opened.engine, stats, broker)
         .map_err(io("starting the engine"))?;
     let listener = TcpListener::bind(&settings.listen)
         .await
@@ -84,6 +89,7 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
         settings.edge.clone(),
         settings.engine.limits.clone(),
         opened.probe,
+        health,
         settings.www.clone(),
     ));
     let app = http::router(host.clone());

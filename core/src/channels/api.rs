@@ -3,16 +3,20 @@
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
+use crate::cluster::{ClaimOutcome, ClusterMessage};
 use crate::ctx::Ctx;
 use crate::edge::{bearer, channels_endpoint, ChannelsEndpoint as Endpoint};
 use crate::http::{HttpRequest, HttpResponse, Method};
-use crate::ids::RequestId;
+use crate::ids::{ClaimId, RequestId};
 use crate::io::Output;
 
+use super::fanout;
 use super::frames;
 use super::names::ChannelKind;
-use super::publish::{check_idempotency_key, parse_publication, Accepted, PublishError};
-use super::registry::{AppIdx, Registry};
+use super::publish::{
+    check_idempotency_key, parse_publication, Accepted, Pending, Publication, PublishError,
+};
+use super::registry::{App, AppIdx, Registry};
 use super::signature;
 
 /// 404 for an unknown `:appId`.
@@ -33,8 +37,9 @@ pub(crate) fn handle(
     req: RequestId,
     request: &HttpRequest<'_>,
 ) {
-    let response = route(reg, cx, request);
-    cx.out.push_unfenced(Output::Respond { req, response });
+    if let Some(response) = route(reg, cx, req, request) {
+        cx.out.push_unfenced(Output::Respond { req, response });
+    }
 }
 
 fn error(status: u16, message: &str) -> HttpResponse {
@@ -48,24 +53,30 @@ fn coded_error(status: u16, message: &str, code: &str) -> HttpResponse {
     )
 }
 
-fn route(reg: &mut Registry, cx: &mut Ctx<'_>, request: &HttpRequest<'_>) -> HttpResponse {
+/// The response, or `None` while a publication waits for its key's claim.
+fn route(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    req: RequestId,
+    request: &HttpRequest<'_>,
+) -> Option<HttpResponse> {
     let Some((app_id, endpoint)) = channels_endpoint(request.path) else {
-        return coded_error(404, "Not found", "not_found");
+        return Some(coded_error(404, "Not found", "not_found"));
     };
     if request.method != Method::Post {
-        return coded_error(405, "Method not allowed", "method_not_allowed");
+        return Some(coded_error(405, "Method not allowed", "method_not_allowed"));
     }
     let Some(app) = reg.app_by_id(&app_id) else {
-        return error(404, APP_NOT_FOUND);
+        return Some(error(404, APP_NOT_FOUND));
     };
     if !secret_matches(&reg.apps[app].config.secret, request.authorization) {
-        return error(401, BAD_SECRET);
+        return Some(error(401, BAD_SECRET));
     }
     match endpoint {
-        Endpoint::Auth => authorize(reg, app, request.body),
-        Endpoint::Events => match publish(reg, cx, app, request) {
+        Endpoint::Auth => Some(authorize(reg, app, request.body)),
+        Endpoint::Events => match publish(reg, cx, app, req, request) {
             Ok(response) => response,
-            Err(err) => coded_error(err.http_status(), &err.to_string(), err.code()),
+            Err(err) => Some(coded_error(err.http_status(), &err.to_string(), err.code())),
         },
     }
 }
@@ -146,57 +157,113 @@ fn accepted_body(accepted: &Accepted, duplicate: bool) -> HttpResponse {
 }
 
 /// Validates a publication and fans it out to the app's subscribers,
-/// serializing each channel's envelope once.
+/// serializing each channel's envelope once. In a cluster a keyed
+/// publication first claims its key for the whole cluster (`None`: the
+/// answer follows the claim's outcome, in [`claimed`]).
 fn publish(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
     app: AppIdx,
+    req: RequestId,
     request: &HttpRequest<'_>,
-) -> Result<HttpResponse, PublishError> {
+) -> Result<Option<HttpResponse>, PublishError> {
     if let Some(key) = request.idempotency_key {
         check_idempotency_key(key)?;
     }
     let publication = parse_publication(request.body, cx.limits.max_publish_data_bytes)?;
     let state = &mut reg.apps[app];
     state.idempotency.expire(cx.now);
-    if let Some(key) = request.idempotency_key {
-        if let Some(original) = state.idempotency.get(key, cx.now) {
-            return Ok(accepted_body(original, true));
-        }
+    let key = request.idempotency_key;
+    if let Some(original) = key.and_then(|k| state.idempotency.get(k, cx.now)) {
+        return Ok(Some(accepted_body(original, true)));
     }
-    let excluded = publication
-        .socket_id
-        .as_ref()
-        .and_then(|id| state.sockets_by_id.get(id))
-        .copied();
-    let payload = frames::payload(&publication.name, &publication.data);
-    for channel in &publication.channels {
-        let Some(entry) = state.channels.get(channel) else {
-            continue;
-        };
-        let frame = frames::delivery(channel, &payload);
-        let mut delivered = 0;
-        for &conn in entry.subscribers.iter().filter(|&&c| Some(c) != excluded) {
-            cx.out.push_unfenced(Output::Send {
-                conn,
-                frame: frame.clone(),
-            });
-            delivered += 1;
-        }
-        cx.metrics.deliveries += delivered;
-    }
-    cx.metrics.publishes += 1;
     let accepted = Accepted {
         publication_id: cx.ids.uuid_v4(),
-        channels: publication.channels,
+        channels: publication.channels.clone(),
     };
+    match key {
+        Some(key) if cx.cluster => {
+            let claim = reg.claims.open(Pending {
+                req,
+                app,
+                key: key.to_owned(),
+                publication,
+                accepted: accepted.clone(),
+            });
+            cx.out.push_unfenced(Output::Claim {
+                claim,
+                app_id: reg.apps[app].config.id.clone(),
+                key: key.to_owned(),
+                value: accepted.record(),
+                ttl_ms: cx.limits.idempotency_retention_ms,
+            });
+            Ok(None)
+        }
+        _ => Ok(Some(go_out(state, cx, publication, accepted, key))),
+    }
+}
+
+/// Delivers an accepted publication here and tells the other nodes.
+fn go_out(
+    state: &mut App,
+    cx: &mut Ctx<'_>,
+    publication: Publication,
+    accepted: Accepted,
+    key: Option<&str>,
+) -> HttpResponse {
+    let payload = frames::payload(&publication.name, &publication.data);
+    fanout::deliver(
+        state,
+        cx,
+        &publication.channels,
+        &payload,
+        publication.socket_id.as_deref(),
+    );
+    fanout::announce(
+        cx,
+        ClusterMessage::Publication {
+            app_id: state.config.id.clone(),
+            channels: publication.channels,
+            payload,
+            socket_id: publication.socket_id,
+        },
+    );
+    cx.metrics.publishes += 1;
     let response = accepted_body(&accepted, false);
-    if let Some(key) = request.idempotency_key {
+    if let Some(key) = key {
         state
             .idempotency
             .remember(key, accepted, cx.now, cx.limits.idempotency_retention_ms);
     }
-    Ok(response)
+    response
+}
+
+/// A key's claim settled: publish, or answer the holder's publication.
+pub(crate) fn claimed(reg: &mut Registry, cx: &mut Ctx<'_>, claim: ClaimId, outcome: ClaimOutcome) {
+    let Some(pending) = reg.claims.close(claim) else {
+        return;
+    };
+    let state = &mut reg.apps[pending.app];
+    let key = pending.key.as_str();
+    let earlier = match outcome {
+        ClaimOutcome::Won => None,
+        ClaimOutcome::Taken(record) => Accepted::from_record(&record),
+        ClaimOutcome::Unavailable => state.idempotency.get(key, cx.now).cloned(),
+    };
+    let response = match earlier {
+        Some(original) => {
+            let response = accepted_body(&original, true);
+            state
+                .idempotency
+                .remember(key, original, cx.now, cx.limits.idempotency_retention_ms);
+            response
+        }
+        None => go_out(state, cx, pending.publication, pending.accepted, Some(key)),
+    };
+    cx.out.push_unfenced(Output::Respond {
+        req: pending.req,
+        response,
+    });
 }
 
 #[cfg(test)]

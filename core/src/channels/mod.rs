@@ -18,22 +18,25 @@
 
 mod api;
 mod commands;
+mod fanout;
 mod frames;
 pub mod names;
 mod presence;
 pub mod publish;
 mod ratelimit;
 mod registry;
+mod remote;
 pub mod signature;
 mod socket;
 #[cfg(test)]
 mod tests;
 
+use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, ChannelsUpgrade};
 use crate::http::{HttpRequest, HttpResponse};
-use crate::ids::{ConnId, Millis, RequestId};
+use crate::ids::{ClaimId, ConnId, Millis, RequestId};
 use crate::io::WsFrame;
 
 use registry::Registry;
@@ -101,6 +104,27 @@ impl Channels {
     /// An `/api/apps/:appId/…` request.
     pub(crate) fn http(&mut self, cx: &mut Ctx<'_>, req: RequestId, request: &HttpRequest<'_>) {
         api::handle(&mut self.registry, cx, req, request);
+    }
+
+    /// Another node said something about channels.
+    pub(crate) fn remote(&mut self, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
+        remote::message(&mut self.registry, cx, node, message);
+    }
+
+    /// The other nodes' presence members, as the broker holds them.
+    pub(crate) fn remote_presence(&mut self, cx: &mut Ctx<'_>, entries: Vec<PresenceEntry>) {
+        remote::resync(&mut self.registry, cx, entries);
+    }
+
+    /// A publication's key claim settled.
+    pub(crate) fn claimed(&mut self, cx: &mut Ctx<'_>, claim: ClaimId, outcome: ClaimOutcome) {
+        api::claimed(&mut self.registry, cx, claim, outcome);
+    }
+
+    /// This node's presence members, as the announcements that re-create
+    /// them on other nodes.
+    pub(crate) fn local_members(&self) -> Vec<ClusterMessage> {
+        remote::local_members(&self.registry)
     }
 
     /// Timers: idempotency-key expiry.

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
-use crate::ids::Millis;
+use crate::ids::{ClaimId, Millis, RequestId};
 
 /// Most channels one publication may target.
 pub const MAX_PUBLISH_CHANNELS: usize = 100;
@@ -172,13 +172,64 @@ pub(crate) fn check_idempotency_key(key: &str) -> Result<(), PublishError> {
     }
 }
 
-/// What a remembered key answers a repeat with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a remembered key answers a repeat with. Its JSON form is the
+/// record a cluster keeps under the key ([`Accepted::record`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Accepted {
     /// The original publication id.
     pub(crate) publication_id: String,
     /// The original target channels.
     pub(crate) channels: Vec<String>,
+}
+
+impl Accepted {
+    /// The record kept under the key in a cluster.
+    pub(crate) fn record(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads a record written by [`Accepted::record`].
+    pub(crate) fn from_record(record: &str) -> Option<Accepted> {
+        serde_json::from_str(record).ok()
+    }
+}
+
+/// A keyed publication waiting for its key's cluster-wide claim.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    /// The request to answer.
+    pub(crate) req: RequestId,
+    /// The app.
+    pub(crate) app: usize,
+    /// The `Idempotency-Key`.
+    pub(crate) key: String,
+    /// What goes out if the claim is won.
+    pub(crate) publication: Publication,
+    /// Its id and channels.
+    pub(crate) accepted: Accepted,
+}
+
+/// Publications waiting for their claims, by claim.
+#[derive(Debug, Default)]
+pub(crate) struct Claims {
+    pending: HashMap<ClaimId, Pending>,
+    next: u64,
+}
+
+impl Claims {
+    /// Parks `pending` under a new claim.
+    pub(crate) fn open(&mut self, pending: Pending) -> ClaimId {
+        self.next += 1;
+        let claim = ClaimId(self.next);
+        self.pending.insert(claim, pending);
+        claim
+    }
+
+    /// Takes the publication waiting for `claim`.
+    pub(crate) fn close(&mut self, claim: ClaimId) -> Option<Pending> {
+        self.pending.remove(&claim)
+    }
 }
 
 #[derive(Debug, Clone)]

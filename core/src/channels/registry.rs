@@ -1,7 +1,9 @@
 //! Who is where: apps, their channels and subscribers, and open sockets.
 //!
 //! Channels live inside their app, so one app's channel can never reach
-//! another app's sockets. A channel exists only while it has subscribers.
+//! another app's sockets. A channel exists only while it has subscribers
+//! here; a presence channel's members are kept while it has members on any
+//! node of the cluster (so a socket subscribing later sees them all).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -9,20 +11,18 @@ use crate::config::AppConfig;
 use crate::ids::ConnId;
 use crate::io::ChannelProtocol;
 
-use super::presence::{Identity, Presence};
-use super::publish::IdempotencyKeys;
+use super::presence::{Arrival, Departure, Identity, Presence};
+use super::publish::{Claims, IdempotencyKeys};
 use super::ratelimit::CommandRate;
 
 /// An index into [`Registry::apps`].
 pub(crate) type AppIdx = usize;
 
-/// One channel's subscribers and, for `presence-` channels, its members.
+/// One channel's subscribers on this node.
 #[derive(Debug, Default)]
 pub(crate) struct Channel {
     /// Subscribed sockets, ordered so fan-out is deterministic.
     pub(crate) subscribers: BTreeSet<ConnId>,
-    /// Members, for presence channels.
-    pub(crate) presence: Option<Presence>,
 }
 
 /// A configured app and its live state.
@@ -32,6 +32,8 @@ pub(crate) struct App {
     pub(crate) config: AppConfig,
     /// Channels with at least one subscriber.
     pub(crate) channels: BTreeMap<String, Channel>,
+    /// Presence channels with at least one member on any node.
+    pub(crate) presence: BTreeMap<String, Presence>,
     /// Open sockets by `socket_id` (for publish exclusion).
     pub(crate) sockets_by_id: HashMap<String, ConnId>,
     /// Publish keys within their retention window.
@@ -69,11 +71,8 @@ pub(crate) struct Socket {
 pub(crate) enum Joined {
     /// A public or private channel.
     Plain,
-    /// A presence channel; `new_member` when this is the user's first socket.
-    Presence {
-        /// Whether the others must hear `pubb:member_added`.
-        new_member: bool,
-    },
+    /// A presence channel, and what the join changed.
+    Presence(Arrival),
 }
 
 /// Every app and every open pubb socket.
@@ -85,6 +84,8 @@ pub(crate) struct Registry {
     by_id: HashMap<String, AppIdx>,
     /// Open sockets.
     pub(crate) sockets: HashMap<ConnId, Socket>,
+    /// Keyed publications waiting for their cluster-wide claims.
+    pub(crate) claims: Claims,
 }
 
 impl Registry {
@@ -98,6 +99,7 @@ impl Registry {
             registry.apps.push(App {
                 config: config.clone(),
                 channels: BTreeMap::new(),
+                presence: BTreeMap::new(),
                 sockets_by_id: HashMap::new(),
                 idempotency: IdempotencyKeys::default(),
             });
@@ -115,7 +117,7 @@ impl Registry {
         self.by_id.get(id).copied()
     }
 
-    /// Adds `conn` to `channel` of `app` (it must not be subscribed yet).
+    /// Adds `conn` to `channel`, as a member for presence channels.
     pub(crate) fn join(
         &mut self,
         app: AppIdx,
@@ -123,49 +125,48 @@ impl Registry {
         conn: ConnId,
         identity: Option<&Identity>,
     ) -> Joined {
-        let entry = self.apps[app]
+        let state = &mut self.apps[app];
+        state
             .channels
             .entry(channel.to_owned())
-            .or_default();
-        entry.subscribers.insert(conn);
+            .or_default()
+            .subscribers
+            .insert(conn);
         match identity {
-            Some(identity) => {
-                let presence = entry.presence.get_or_insert_with(Presence::default);
-                Joined::Presence {
-                    new_member: presence.join(identity),
-                }
-            }
+            Some(identity) => Joined::Presence(
+                state
+                    .presence
+                    .entry(channel.to_owned())
+                    .or_default()
+                    .join(identity),
+            ),
             None => Joined::Plain,
         }
     }
 
-    /// Removes `conn` from `channel` of `app`. Returns true when `user` was
-    /// a presence member and this was their last socket in the channel.
+    /// Removes `conn` from `channel` (and one socket of `user` from its
+    /// members); drops what is left empty.
     pub(crate) fn leave(
         &mut self,
         app: AppIdx,
         channel: &str,
         conn: ConnId,
         user: Option<&str>,
-    ) -> bool {
-        let channels = &mut self.apps[app].channels;
-        let Some(entry) = channels.get_mut(channel) else {
-            return false;
-        };
-        entry.subscribers.remove(&conn);
-        let removed = match (user, entry.presence.as_mut()) {
-            (Some(user), Some(presence)) => presence.leave(user),
-            _ => false,
-        };
-        if entry.subscribers.is_empty() {
-            channels.remove(channel);
+    ) -> Option<Departure> {
+        let state = &mut self.apps[app];
+        if let Some(entry) = state.channels.get_mut(channel) {
+            entry.subscribers.remove(&conn);
+            if entry.subscribers.is_empty() {
+                state.channels.remove(channel);
+            }
         }
-        removed
-    }
-
-    /// The channel `channel` of `app`, if it has subscribers.
-    pub(crate) fn channel(&self, app: AppIdx, channel: &str) -> Option<&Channel> {
-        self.apps[app].channels.get(channel)
+        let user = user?;
+        let presence = state.presence.get_mut(channel)?;
+        let departure = presence.leave(user);
+        if presence.is_empty() {
+            state.presence.remove(channel);
+        }
+        Some(departure)
     }
 }
 
@@ -204,8 +205,8 @@ mod tests {
     fn apps_are_isolated() {
         let mut r = registry();
         r.join(0, "news", ConnId(1), None);
-        assert!(r.channel(0, "news").is_some());
-        assert!(r.channel(1, "news").is_none());
+        assert!(r.apps[0].channels.contains_key("news"));
+        assert!(!r.apps[1].channels.contains_key("news"));
     }
 
     #[test]
@@ -213,26 +214,37 @@ mod tests {
         let mut r = registry();
         let (a1, a2, b) = (ConnId(1), ConnId(2), ConnId(3));
         let ch = "presence-team";
-        assert_eq!(
-            r.join(0, ch, a1, Some(&user("a"))),
-            Joined::Presence { new_member: true }
-        );
+        let first = Joined::Presence(Arrival {
+            first_here: true,
+            new_member: true,
+        });
+        assert_eq!(r.join(0, ch, a1, Some(&user("a"))), first);
         assert_eq!(
             r.join(0, ch, a2, Some(&user("a"))),
-            Joined::Presence { new_member: false }
+            Joined::Presence(Arrival {
+                first_here: false,
+                new_member: false
+            })
         );
+        assert_eq!(r.join(0, ch, b, Some(&user("b"))), first);
+        assert_eq!(r.apps[0].presence.get(ch).map(Presence::count), Some(2));
+        let gone = Some(Departure {
+            last_here: true,
+            gone: true,
+        });
         assert_eq!(
-            r.join(0, ch, b, Some(&user("b"))),
-            Joined::Presence { new_member: true }
+            r.leave(0, ch, a1, Some("a")),
+            Some(Departure {
+                last_here: false,
+                gone: false
+            })
         );
-        let presence = r
-            .channel(0, ch)
-            .and_then(|c| c.presence.as_ref())
-            .map(Presence::count);
-        assert_eq!(presence, Some(2));
-        assert!(!r.leave(0, ch, a1, Some("a")));
-        assert!(r.leave(0, ch, b, Some("b")));
-        assert!(r.leave(0, ch, a2, Some("a")));
-        assert!(r.channel(0, ch).is_none(), "an empty channel is dropped");
+        assert_eq!(r.leave(0, ch, b, Some("b")), gone);
+        assert_eq!(r.leave(0, ch, a2, Some("a")), gone);
+        assert!(
+            !r.apps[0].channels.contains_key(ch),
+            "an empty channel is dropped"
+        );
+        assert!(r.apps[0].presence.is_empty(), "so are its members");
     }
 }

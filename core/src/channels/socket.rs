@@ -2,11 +2,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::ids::ConnId;
 use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 
 use super::commands::{self, Command};
+use super::fanout;
 use super::frames;
 use super::names::{is_valid_subscription_name, ChannelKind};
 use super::presence::Identity;
@@ -226,27 +228,30 @@ fn subscribe(
                 frame: frames::subscription_succeeded(protocol, channel),
             });
         }
-        Joined::Presence { new_member } => {
-            let Some(entry) = reg.channel(app, channel) else {
-                return;
-            };
-            let Some(presence) = entry.presence.as_ref() else {
+        Joined::Presence(arrival) => {
+            let Some(presence) = reg.apps[app].presence.get(channel) else {
                 return;
             };
             let frame = frames::presence_succeeded(protocol, channel, presence.snapshot());
             cx.out.push_unfenced(Output::Send { conn, frame });
-            if let (true, Some(identity)) = (new_member, identity) {
-                let added = frames::member_added(
-                    channel,
-                    &identity.user_id,
-                    presence.info(&identity.user_id),
+            let Some(identity) = identity else {
+                return;
+            };
+            let info = presence.info(&identity.user_id).cloned();
+            if arrival.new_member {
+                let added = frames::member_added(channel, &identity.user_id, info.as_ref());
+                fanout::send(&reg.apps[app], cx, channel, &added, Some(conn));
+            }
+            if arrival.first_here {
+                fanout::announce(
+                    cx,
+                    ClusterMessage::MemberJoined {
+                        app_id: reg.apps[app].config.id.clone(),
+                        channel: channel.to_owned(),
+                        user_id: identity.user_id,
+                        user_info: info.map(|i| i.to_string()),
+                    },
                 );
-                for &other in entry.subscribers.iter().filter(|&&c| c != conn) {
-                    cx.out.push_unfenced(Output::Send {
-                        conn: other,
-                        frame: added.clone(),
-                    });
-                }
             }
         }
     }
@@ -264,7 +269,7 @@ fn unsubscribe(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, channel: &str
 }
 
 /// Removes `conn` from one channel; the last socket of a presence user
-/// makes the others hear `pubb:member_removed`.
+/// anywhere makes the others hear `pubb:member_removed`.
 fn leave(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
@@ -274,16 +279,22 @@ fn leave(
     user: Option<&str>,
 ) {
     cx.metrics.channel_subscriptions = cx.metrics.channel_subscriptions.saturating_sub(1);
-    let member_gone = reg.leave(app, channel, conn, user);
-    let (true, Some(user), Some(entry)) = (member_gone, user, reg.channel(app, channel)) else {
+    let (Some(departure), Some(user)) = (reg.leave(app, channel, conn, user), user) else {
         return;
     };
-    let removed = frames::member_removed(channel, user);
-    for &other in &entry.subscribers {
-        cx.out.push_unfenced(Output::Send {
-            conn: other,
-            frame: removed.clone(),
-        });
+    if departure.gone {
+        let removed = frames::member_removed(channel, user);
+        fanout::send(&reg.apps[app], cx, channel, &removed, None);
+    }
+    if departure.last_here {
+        fanout::announce(
+            cx,
+            ClusterMessage::MemberLeft {
+                app_id: reg.apps[app].config.id.clone(),
+                channel: channel.to_owned(),
+                user_id: user.to_owned(),
+            },
+        );
     }
 }
 

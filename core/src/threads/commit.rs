@@ -4,14 +4,16 @@
 //! elsewhere. Also bounds the cache, which must never drop a thread with
 //! writes in flight.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
+use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::ids::{BatchId, ThreadId};
+use crate::io::Output;
 use crate::outbox::Tag;
-use crate::store::{Batch, ThreadWrites, Write};
+use crate::store::{Batch, ReadQuery, ThreadWrites, Write};
 use crate::threads::cache::Slot;
-use crate::threads::work::{Inflight, Work};
+use crate::threads::work::{Inflight, Waiter, Work};
 use crate::threads::Threads;
 
 impl Threads {
@@ -61,13 +63,29 @@ impl Threads {
     pub(crate) fn persisted(&mut self, cx: &mut Ctx<'_>, batch: BatchId) {
         let settled: Vec<u64> = self.batches.range(..=batch.0).map(|(b, _)| *b).collect();
         let mut stale = Vec::new();
+        let mut changed = BTreeSet::new();
         for b in settled {
             for thread in self.batches.remove(&b).unwrap_or_default() {
                 if let Some(state) = self.cache.get_mut(&thread) {
                     state.persisted(batch.0);
                     if state.stale && !state.in_flight() {
-                        stale.push(thread);
+                        stale.push(thread.clone());
                     }
+                    changed.insert(thread);
+                }
+            }
+        }
+        if cx.cluster {
+            for thread in changed {
+                if let Some(state) = self.cache.get(&thread) {
+                    let at = state.durable();
+                    cx.out.push_unfenced(Output::Broadcast {
+                        message: ClusterMessage::ThreadChanged {
+                            thread_id: thread,
+                            head_seq: at.head_seq,
+                            version: at.version,
+                        },
+                    });
                 }
             }
         }
@@ -160,6 +178,38 @@ impl Threads {
                 self.refresh(cx, thread);
             }
         }
+    }
+
+    /// Reads the record of every subscribed thread, to catch changes the
+    /// broker lost ([`crate::Input::Recheck`]).
+    pub(crate) fn recheck(&mut self, cx: &mut Ctx<'_>) {
+        for thread in self.subscribed_threads() {
+            if !self.loading.contains_key(&thread) {
+                let query = ReadQuery::Thread {
+                    thread_id: thread.clone(),
+                };
+                self.new_read(cx, query, Waiter::Recheck { thread });
+            }
+        }
+    }
+
+    /// A recheck read `thread` at `head_seq`/`version`: a version this
+    /// engine does not know is a change nobody announced.
+    pub(super) fn rechecked(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        thread: &ThreadId,
+        head_seq: u64,
+        version: u64,
+    ) {
+        let Some(state) = self.cache.get(thread) else {
+            return;
+        };
+        if state.knows_version(version) || head_seq < state.durable().head_seq {
+            return;
+        }
+        cx.metrics.missed_changes += 1;
+        self.changed(cx, thread, head_seq, version);
     }
 
     /// Reads `thread` again once nothing of ours is in flight on it (its

@@ -128,6 +128,13 @@ impl Threads {
         Some(c.subs.iter().map(|(t, s)| (t.clone(), s.next)).collect())
     }
 
+    /// Threads with live subscriptions, in id order.
+    pub(crate) fn subscribed_threads(&self) -> Vec<ThreadId> {
+        let mut threads: Vec<ThreadId> = self.sockets.subscribers.keys().cloned().collect();
+        threads.sort();
+        threads
+    }
+
     /// A client frame on a `/v1/ws` socket.
     pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         self.ws_frame(cx, conn, frame);

@@ -130,6 +130,9 @@ pub(crate) enum Waiter {
     },
     /// An operation's own read.
     Work { op: u64, query: ReadQuery },
+    /// A subscribed thread's record, read to catch a change the broker
+    /// did not announce.
+    Recheck { thread: ThreadId },
     /// A backlog page of a subscription.
     Replay {
         conn: ConnId,
@@ -337,6 +340,11 @@ impl Threads {
                 if let Some(work) = self.works.get_mut(&op) {
                     work.answers.insert(query, result);
                     self.resume(cx, op);
+                }
+            }
+            Waiter::Recheck { thread } => {
+                if let Ok(ReadResult::Thread(Some(record))) = result {
+                    self.rechecked(cx, &thread, record.head_seq, record.version);
                 }
             }
             Waiter::Replay {

@@ -17,11 +17,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use bubble_core::http::HttpResponse;
 use bubble_core::store::{Backend, Batch, MemoryStore, ReadQuery, ReadResult, StoreError};
 use bubble_core::{
-    BatchId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, ReadId, RequestId,
-    ThreadId,
+    BatchId, ClaimId, Config, ConnId, Engine, Input, Millis, Output, PrincipalId, ReadId,
+    RequestId, ThreadId,
 };
 use serde_json::Value;
 
@@ -163,6 +164,8 @@ pub struct Harness {
     open: BTreeSet<ConnId>,
     responses: BTreeMap<RequestId, Resp>,
     pings: Vec<ConnId>,
+    broadcasts: Vec<ClusterMessage>,
+    claims: Vec<(ClaimId, String, String, String)>,
 }
 
 impl Default for Harness {
@@ -211,6 +214,8 @@ impl Harness {
             open: BTreeSet::new(),
             responses: BTreeMap::new(),
             pings: Vec::new(),
+            broadcasts: Vec::new(),
+            claims: Vec::new(),
         }
     }
 
@@ -337,6 +342,14 @@ impl Harness {
                 }
             }
             Output::Ping { conn } => self.pings.push(conn),
+            Output::Broadcast { message } => self.broadcasts.push(message),
+            Output::Claim {
+                claim,
+                app_id,
+                key,
+                value,
+                ..
+            } => self.claims.push((claim, app_id, key, value)),
         }
     }
 
@@ -475,6 +488,32 @@ impl Harness {
     /// version)` as a broker would announce it.
     pub fn take_committed(&mut self) -> Vec<(ThreadId, u64, u64)> {
         std::mem::take(&mut self.committed)
+    }
+
+    /// What the engine told the other nodes since the last call.
+    pub fn take_broadcasts(&mut self) -> Vec<ClusterMessage> {
+        std::mem::take(&mut self.broadcasts)
+    }
+
+    /// The key claims the engine asked for since the last call:
+    /// `(claim, app id, key, value)`.
+    pub fn take_claims(&mut self) -> Vec<(ClaimId, String, String, String)> {
+        std::mem::take(&mut self.claims)
+    }
+
+    /// Feeds a message from another node.
+    pub fn remote(&mut self, node: &str, message: ClusterMessage) {
+        self.input(Input::Remote { node, message });
+    }
+
+    /// Feeds the other nodes' presence rows.
+    pub fn remote_presence(&mut self, entries: Vec<PresenceEntry>) {
+        self.input(Input::RemotePresence { entries });
+    }
+
+    /// Settles a key claim.
+    pub fn claimed(&mut self, claim: ClaimId, outcome: ClaimOutcome) {
+        self.input(Input::Claimed { claim, outcome });
     }
 
     /// Tells the engine another writer changed `thread`.

@@ -12,11 +12,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use bubble_core::edge::{AcceptedHandshake, ChannelsUpgrade};
 use bubble_core::http::{HttpRequest, HttpResponse, Method};
 use bubble_core::store::{Backend, MemoryStore};
 use bubble_core::{
-    Config, ConnId, Engine, Input, Millis, MonotonicNow, Output, RequestId, WsFrame,
+    ClaimId, Config, ConnId, Engine, Input, Millis, MonotonicNow, Output, RequestId, WsFrame,
 };
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -25,6 +26,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
 
+use crate::cluster::{Broker, ClusterSettings, Health};
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
 use conn::{ConnHandle, Due, OutMsg, QueueError};
@@ -88,6 +90,21 @@ pub(crate) enum Command {
         request: ChannelsUpgrade,
         reply: oneshot::Sender<Result<AcceptedHandshake, HttpResponse>>,
     },
+    /// Another node's message, from the broker.
+    Remote {
+        node: String,
+        message: ClusterMessage,
+    },
+    /// The other nodes' presence rows, from the broker.
+    RemotePresence { entries: Vec<PresenceEntry> },
+    /// A publication key's claim settled.
+    Claimed {
+        claim: ClaimId,
+        outcome: ClaimOutcome,
+    },
+    /// Check what the broker may have lost: read subscribed threads again
+    /// and reconcile presence.
+    ClusterCheck,
     /// Render the metrics.
     Metrics { reply: oneshot::Sender<String> },
     /// Answer when the engine task is responsive.
@@ -139,6 +156,10 @@ struct Driver {
     answered: Vec<ReadDone>,
     /// Sockets with frames queued this turn, written at its end.
     due: Vec<ConnId>,
+    /// The link to the other nodes, in cluster mode.
+    broker: Option<Broker>,
+    /// Claims no broker could take, to report as unavailable.
+    unclaimed: Vec<ClaimId>,
 }
 
 /// Where the engine's reads are answered.
@@ -189,9 +210,16 @@ pub(crate) fn spawn(
     config: Config,
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
+    cluster: Option<(&ClusterSettings, Arc<Health>)>,
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
+    let broker = match cluster {
+        Some((settings, health)) => {
+            Some(Broker::start(settings, inbox_tx.clone(), health).map_err(std::io::Error::other)?)
+        }
+        None => None,
+    };
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let (read_tx, read_rx) = mpsc::unbounded_channel();
     let (persister, worker, reads) = match store.inline_reads {
@@ -209,7 +237,7 @@ pub(crate) fn spawn(
     };
     let build = move || {
         let engine = Engine::new(config, seed);
-        Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats))
+        Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats, broker))
     };
     let engine = match home {
         Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(build()?.run(channels)))),
@@ -265,7 +293,13 @@ struct Channels {
 }
 
 impl Driver {
-    fn new(engine: Engine, persister: Persister, reads: Reads, stats: Arc<Stats>) -> Driver {
+    fn new(
+        engine: Engine,
+        persister: Persister,
+        reads: Reads,
+        stats: Arc<Stats>,
+        broker: Option<Broker>,
+    ) -> Driver {
         Driver {
             engine,
             conns: HashMap::default(),
@@ -280,6 +314,8 @@ impl Driver {
             reads,
             answered: Vec::new(),
             due: Vec::new(),
+            broker,
+            unclaimed: Vec::new(),
         }
     }
 
@@ -419,6 +455,18 @@ impl Driver {
             Command::Handshake { request, reply } => {
                 let _ = reply.send(self.engine.channel_handshake(&request));
             }
+            Command::Remote { node, message } => self.input(Input::Remote {
+                node: &node,
+                message,
+            }),
+            Command::RemotePresence { entries } => self.input(Input::RemotePresence { entries }),
+            Command::Claimed { claim, outcome } => self.input(Input::Claimed { claim, outcome }),
+            Command::ClusterCheck => {
+                if let Some(broker) = &self.broker {
+                    broker.reconcile(self.engine.local_members());
+                }
+                self.input(Input::Recheck);
+            }
             Command::Metrics { reply } => {
                 let mut text = self.engine.metrics().render_prometheus();
                 self.stats
@@ -477,6 +525,13 @@ impl Driver {
                 }
                 continue;
             }
+            if !self.unclaimed.is_empty() {
+                for claim in std::mem::take(&mut self.unclaimed) {
+                    let outcome = ClaimOutcome::Unavailable;
+                    self.feed(Input::Claimed { claim, outcome });
+                }
+                continue;
+            }
             if !self.answered.is_empty() {
                 for (read, result) in std::mem::take(&mut self.answered) {
                     self.feed(Input::ReadDone { read, result });
@@ -521,6 +576,21 @@ impl Driver {
                     self.settled.push(outcome);
                 }
             }
+            Output::Broadcast { message } => {
+                if let Some(broker) = &self.broker {
+                    broker.announce(message);
+                }
+            }
+            Output::Claim {
+                claim,
+                app_id,
+                key,
+                value,
+                ttl_ms,
+            } => match &self.broker {
+                Some(broker) => broker.claim(claim, app_id, key, value, ttl_ms),
+                None => self.unclaimed.push(claim),
+            },
             Output::Read { read, query } => match &self.reads {
                 Reads::Inline(store) => self.answered.push((read, store.read(&query))),
                 Reads::Pool(pool) => pool.submit(read, query),

@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 use tower_http::services::ServeDir;
 
+use crate::cluster::Health;
 use crate::driver::{Command, OwnedRequest};
 use crate::store::Probe;
 
@@ -41,6 +42,8 @@ pub(crate) struct Host {
     pub(crate) limits: Limits,
     /// Readiness probe of the store.
     pub(crate) probe: Probe,
+    /// The broker's health and counters, in cluster mode.
+    pub(crate) broker: Option<Arc<Health>>,
     /// Socket tasks, awaited at shutdown.
     pub(crate) sockets: TaskTracker,
     /// A directory served at `/` instead of the built-in page (`--www`).
@@ -55,6 +58,7 @@ impl Host {
         edge: Edge,
         limits: Limits,
         probe: Probe,
+        broker: Option<Arc<Health>>,
         www: Option<PathBuf>,
     ) -> Host {
         Host {
@@ -62,6 +66,7 @@ impl Host {
             edge,
             limits,
             probe,
+            broker,
             sockets: TaskTracker::new(),
             www,
             next_conn: AtomicU64::new(1),

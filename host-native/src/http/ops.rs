@@ -21,7 +21,9 @@ fn not_ready(why: &str) -> Response {
     respond(edge::not_ready(why))
 }
 
-/// `GET /readyz`: the engine task answers and the store answers a query.
+/// `GET /readyz`: the engine task answers, the store answers a query and,
+/// in a cluster, the broker is connected and this node's probes come back
+/// through its pub/sub connection.
 pub(super) async fn readyz(host: &Host) -> Response {
     let (reply, answered) = oneshot::channel();
     if host.inbox.send(Command::Ready { reply }).await.is_err() {
@@ -32,6 +34,9 @@ pub(super) async fn readyz(host: &Host) -> Response {
         Ok(Ok(()))
     ) {
         return not_ready("the engine does not answer");
+    }
+    if let Some(problem) = host.broker.as_ref().and_then(|b| b.problem()) {
+        return not_ready(problem);
     }
     let probe = host.probe.clone();
     let checked = tokio::time::timeout(
@@ -55,7 +60,12 @@ pub(super) async fn metrics(host: &Host) -> Response {
         return super::unavailable();
     }
     match rendered.await {
-        Ok(text) => respond(edge::metrics(text)),
+        Ok(mut text) => {
+            if let Some(broker) = &host.broker {
+                broker.render(&mut text);
+            }
+            respond(edge::metrics(text))
+        }
         Err(_) => super::unavailable(),
     }
 }

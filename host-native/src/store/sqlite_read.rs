@@ -82,11 +82,13 @@ fn idempotent(
 }
 
 fn parse_role(raw: &str) -> Result<Role, StoreError> {
-    Role::parse(raw).ok_or_else(|| StoreError::Failed(format!("unknown role {raw:?} in the database")))
+    Role::parse(raw)
+        .ok_or_else(|| StoreError::Failed(format!("unknown role {raw:?} in the database")))
 }
 
 fn parse_thread(raw: &str) -> Result<ThreadId, StoreError> {
-    ThreadId::parse(raw).map_err(|e| StoreError::Failed(format!("bad thread id in the database: {e}")))
+    ThreadId::parse(raw)
+        .map_err(|e| StoreError::Failed(format!("bad thread id in the database: {e}")))
 }
 
 fn record(conn: &Connection, thread: &ThreadId) -> Result<Option<ThreadRecord>, StoreError> {

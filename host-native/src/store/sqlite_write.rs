@@ -153,7 +153,9 @@ fn ensure_changed(changed: usize, what: &str, thread: &ThreadId) -> Result<(), S
     if changed == 1 {
         Ok(())
     } else {
-        Err(StoreError::Failed(format!("{what}: no such thread {thread}")))
+        Err(StoreError::Failed(format!(
+            "{what}: no such thread {thread}"
+        )))
     }
 }
 

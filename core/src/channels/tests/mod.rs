@@ -11,6 +11,7 @@ use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
 use super::signature::auth_string;
 
 mod arbitrary_frames;
+mod cluster;
 mod presence_model;
 
 struct Harness {
@@ -19,6 +20,8 @@ struct Harness {
     sent: Vec<(ConnId, Value)>,
     closed: Vec<(ConnId, u16)>,
     next_req: u64,
+    /// What a clustered engine told the other nodes.
+    broadcasts: Vec<crate::cluster::ClusterMessage>,
 }
 
 fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
@@ -46,6 +49,7 @@ impl Harness {
             sent: Vec::new(),
             closed: Vec::new(),
             next_req: 0,
+            broadcasts: Vec::new(),
         }
     }
 
@@ -61,6 +65,7 @@ impl Harness {
                 Output::Close { conn, reason } => {
                     self.closed.push((*conn, reason.code().unwrap_or(1006)));
                 }
+                Output::Broadcast { message } => self.broadcasts.push(message.clone()),
                 _ => {}
             }
             outs.push(out);
@@ -104,6 +109,20 @@ impl Harness {
     }
 
     fn post(&mut self, path: &str, secret: &str, key: Option<&str>, body: Value) -> (u16, Value) {
+        let outs = self.request(path, secret, key, body);
+        for out in outs {
+            if let Output::Respond { response, .. } = out {
+                return (
+                    response.status,
+                    serde_json::from_str(&response.body).unwrap(),
+                );
+            }
+        }
+        panic!("no response");
+    }
+
+    /// Sends a `POST` and returns every output it caused.
+    fn request(&mut self, path: &str, secret: &str, key: Option<&str>, body: Value) -> Vec<Output> {
         self.next_req += 1;
         let authorization = format!("Bearer {secret}");
         let body = body.to_string();
@@ -115,19 +134,10 @@ impl Harness {
             idempotency_key: key,
             body: body.as_bytes(),
         };
-        let outs = self.handle(Input::Http {
+        self.handle(Input::Http {
             req: RequestId(self.next_req),
             request,
-        });
-        for out in outs {
-            if let Output::Respond { response, .. } = out {
-                return (
-                    response.status,
-                    serde_json::from_str(&response.body).unwrap(),
-                );
-            }
-        }
-        panic!("no response");
+        })
     }
 
     fn publish(&mut self, body: Value) -> (u16, Value) {

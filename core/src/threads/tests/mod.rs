@@ -97,7 +97,7 @@ impl Host {
                     self.responses.push((response.status, body));
                 }
                 Output::WantDrained { conn } => self.drains.push(conn),
-                Output::Ping { .. } => {}
+                Output::Ping { .. } | Output::Broadcast { .. } | Output::Claim { .. } => {}
             }
         }
     }

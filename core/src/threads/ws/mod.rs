@@ -327,6 +327,7 @@ mod tests {
             ids: &mut ids,
             metrics: &mut metrics,
             limits: &limits,
+            cluster: false,
         };
         let thread = ThreadId::parse("thread-1").unwrap();
         end_subscription(
