@@ -109,7 +109,7 @@ impl Backoff {
             return Duration::ZERO;
         }
         let base = Duration::from_millis(100)
-            .saturating_mul(1 << failures.min(6).saturating_sub(1))
+            .saturating_mul(1 << failures.min(7).saturating_sub(1))
             .min(BACKOFF_CAP);
         let jitter = getrandom::u64().unwrap_or(0) % (base.as_millis() as u64 / 2 + 1);
         base + Duration::from_millis(jitter)
