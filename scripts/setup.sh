@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine: the wasm target, the
 # wasm-bindgen CLI at the version pinned in Cargo.lock, Debian's Chromium
-# and nginx with nchan, and the npm packages. Safe to run again.
+# and nginx with nchan, the npm packages, and running PostgreSQL and Redis
+# (scripts/setup-services.sh). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+
+scripts/setup-services.sh
 
 npm ci --prefix tests/js/pubb-minimal --no-audit --no-fund --silent
 

@@ -22,20 +22,24 @@
 //! fails the test instead of freezing it; no helper measures speed.
 
 mod binary;
+mod cluster;
 mod config;
 mod http;
 mod jwt;
+mod proxy;
 mod server;
 pub mod threads;
 mod ws;
 
 pub use binary::bubble_binary;
+pub use cluster::{readyz, wait_ready, wait_readyz, Deployment, NodeSpec, OwnRedis};
 pub use config::{
     config_with_eve, ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, CAROL, DAVE, EVE, JWT_SECRET, ROOT,
     TEST_CONFIG,
 };
 pub use http::{raw_post, raw_request, HttpClient, HttpResponse};
 pub use jwt::{hmac_sha256_hex, sign_jwt};
+pub use proxy::Proxy;
 pub use server::{Server, Store};
 /// A raw WebSocket message, for [`WsClient::send`].
 pub use tokio_tungstenite::tungstenite::Message;

@@ -19,12 +19,14 @@ use crate::HANG_TIMEOUT;
 const LISTENING: &str = "listening on http://";
 
 /// Where the server keeps threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Store {
     /// `sqlite:<data dir>/bubble.db`: survives restarts of this [`Server`].
     Sqlite,
     /// `memory`: gone when the process exits.
     Memory,
+    /// One node of a cluster (see [`crate::Deployment`]).
+    Node(crate::cluster::NodeSpec),
 }
 
 /// A running `bubble serve`, killed when dropped.
@@ -71,12 +73,15 @@ impl Server {
             .arg("--config")
             .arg(self.dir.path().join("bubble.toml"))
             .args(["--listen", "127.0.0.1:0", "--store", &self.store_spec()])
+            .args(self.node_args())
             .current_dir(self.dir.path())
             .env_remove("BUBBLE_CONFIG")
             .env_remove("BUBBLE_LISTEN")
             .env_remove("BUBBLE_WS_PATH")
             .env_remove("BUBBLE_STORE")
             .env_remove("BUBBLE_BROKER")
+            .env_remove("BUBBLE_BROKER_PREFIX")
+            .env_remove("BUBBLE_NODE_ID")
             .env_remove("BUBBLE_WWW")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -110,9 +115,17 @@ impl Server {
     }
 
     fn store_spec(&self) -> String {
-        match self.store {
+        match &self.store {
             Store::Sqlite => format!("sqlite:{}", self.db_path().display()),
             Store::Memory => "memory".into(),
+            Store::Node(node) => node.postgres.clone(),
+        }
+    }
+
+    fn node_args(&self) -> Vec<String> {
+        match &self.store {
+            Store::Node(node) => node.args(),
+            Store::Sqlite | Store::Memory => Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@ fn now_ms() -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct Health {
     writer_connected: AtomicBool,
+    subscribed: AtomicBool,
     probe_seen_ms: AtomicU64,
     messages_in: AtomicU64,
     messages_out: AtomicU64,
@@ -31,6 +32,11 @@ impl Health {
     /// The command connection is up (`true`) or lost.
     pub(crate) fn writer(&self, connected: bool) {
         self.writer_connected.store(connected, Ordering::Relaxed);
+    }
+
+    /// The pub/sub connection is subscribed (`true`) or lost.
+    pub(crate) fn subscribed(&self, subscribed: bool) {
+        self.subscribed.store(subscribed, Ordering::Relaxed);
     }
 
     /// This node's probe came back through its pub/sub connection.
@@ -48,6 +54,8 @@ impl Health {
     pub(crate) fn problem(&self) -> Option<&'static str> {
         if !self.writer_connected.load(Ordering::Relaxed) {
             Some("the broker does not answer")
+        } else if !self.subscribed.load(Ordering::Relaxed) {
+            Some("the broker's pub/sub connection is down")
         } else if self.probe_age() > PROBE_STALE {
             Some("the broker's pub/sub connection delivers nothing")
         } else {

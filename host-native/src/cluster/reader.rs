@@ -45,10 +45,13 @@ impl Reader {
                     }
                     ever_subscribed = true;
                     backoff.reset();
+                    self.health.subscribed(true);
                     if self.inbox.send(Command::ClusterCheck).await.is_err() {
                         return;
                     }
-                    if !self.listen(stream).await {
+                    let engine_alive = self.listen(stream).await;
+                    self.health.subscribed(false);
+                    if !engine_alive {
                         return;
                     }
                     tracing::warn!("broker subscription lost: resubscribing");

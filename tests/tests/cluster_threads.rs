@@ -1,0 +1,130 @@
+//! Threads across the nodes of a cluster: one creation when two nodes
+//! create the same id at once, a grant revoked on one node ends a
+//! subscription on another, and the clients of a killed node resume on
+//! another node with `fromSeq` and lose nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bubble_tests::threads::{
+    create_thread, error_frame, grant, message_part, page_all, run_started, subscribe,
+};
+use bubble_tests::{Deployment, WsClient, ALICE, DAVE, HANG_TIMEOUT, TEST_CONFIG};
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_created_on_two_nodes_at_once_is_created_once() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    for i in 0..20 {
+        let body = json!({"threadId": format!("race-{i}")});
+        let (on_a, on_b) = (a.http(ALICE), b.http(ALICE));
+        let (first, second) = tokio::join!(
+            on_a.post("/v1/threads", &body),
+            on_b.post("/v1/threads", &body)
+        );
+        let mut statuses = [first.0, second.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 201], "race-{i}: {first:?} {second:?}");
+        assert_eq!(first.1, second.1, "both answers describe the one thread");
+    }
+    let count = deployment.sql("SELECT count(*) FROM threads WHERE thread_id LIKE 'race-%'");
+    assert_eq!(count, ["20"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_revoked_on_one_node_ends_a_subscription_on_another() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    let alice = a.http(ALICE);
+    create_thread(&alice, "shared").await;
+    grant(&alice, "shared", "dave", "reader").await;
+    let mut dave = b.ws(DAVE).await;
+    subscribe(&mut dave, "shared", None).await;
+    let (status, body) = alice.delete("/v1/threads/shared/grants/dave").await;
+    assert_eq!(status, 204, "{body}");
+    error_frame(&dave.recv_json().await, "not_found", Some("shared"));
+    assert_eq!(
+        dave.recv_json().await,
+        json!({"type": "thread.subscription_closed", "threadId": "shared", "reason": "not_found"})
+    );
+}
+
+/// Reads events of `thread` until the socket ends; returns their seqs.
+async fn follow(mut ws: WsClient, thread: &str, until: Option<u64>) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    loop {
+        if until.is_some_and(|h| seqs.last().copied() == Some(h)) {
+            return seqs;
+        }
+        let bubble_tests::WsMessage::Text(text) = ws.recv().await else {
+            return seqs;
+        };
+        let frame: Value = serde_json::from_str(&text).expect("JSON frame");
+        assert_eq!(frame["type"], "thread.event", "{frame}");
+        assert_eq!(frame["threadId"], thread);
+        seqs.push(frame["event"]["seq"].as_u64().expect("seq"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_a_killed_node_resume_elsewhere_and_lose_nothing() {
+    let mut deployment = Deployment::new();
+    let mut doomed = deployment.node(TEST_CONFIG);
+    let survivor = deployment.node(TEST_CONFIG);
+    create_thread(&survivor.http(ALICE), "busy").await;
+
+    let mut ws = doomed.ws(ALICE).await;
+    subscribe(&mut ws, "busy", Some(1)).await;
+    let before_kill = tokio::spawn(follow(ws, "busy", None));
+
+    // Appends keep going on the surviving node throughout.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let client = survivor.http(ALICE);
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut acked = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let event = message_part("r", &format!("d{acked}"));
+                let (status, body) = client.post("/v1/threads/busy/events", &event).await;
+                assert_eq!(status, 201, "{body}");
+                acked += 1;
+            }
+            acked
+        })
+    };
+    let (events, _) = loop {
+        let page = page_all(&survivor.http(ALICE), "busy", 1000).await;
+        if page.0.len() >= 50 {
+            break page;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(events.len() >= 50);
+    doomed.kill9();
+    let seen = tokio::time::timeout(HANG_TIMEOUT, before_kill)
+        .await
+        .expect("the socket ends with the node")
+        .expect("follower");
+    assert_eq!(seen, (1..=seen.len() as u64).collect::<Vec<_>>());
+
+    // Resume on the survivor from the next unseen seq.
+    let next = seen.len() as u64 + 1;
+    let mut ws = survivor.ws(ALICE).await;
+    subscribe(&mut ws, "busy", Some(next)).await;
+    stop.store(true, Ordering::SeqCst);
+    let acked = writer.await.expect("writer");
+    let marker = run_started("end");
+    let (status, body) = survivor
+        .http(ALICE)
+        .post("/v1/threads/busy/events", &marker)
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let head = body["event"]["seq"].as_u64().expect("seq");
+    assert_eq!(head, acked + 1, "every acknowledged append is stored");
+    let resumed = tokio::time::timeout(HANG_TIMEOUT, follow(ws, "busy", Some(head)))
+        .await
+        .expect("the resumed subscription reaches the head");
+    assert_eq!(resumed, (next..=head).collect::<Vec<_>>());
+}
