@@ -233,3 +233,18 @@ fn a_recheck_catches_changes_nobody_announced() {
     );
     assert_eq!(b.engine.metrics().missed_changes, 1);
 }
+
+#[test]
+fn a_recheck_resumes_subscriptions_whose_reload_failed() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    let on_b = subscribed(&mut b, "alice", "t");
+    b.frames(on_b);
+    a.append_n("t", 2);
+    b.fail_reads(Some(|q| matches!(q, bubble_core::store::ReadQuery::Thread { .. })));
+    gossip(&mut a, &mut b, |_, _| true);
+    assert!(event_seqs(&b.frames(on_b)).is_empty(), "the reload failed");
+    b.fail_reads(None);
+    b.input(bubble_core::Input::Recheck);
+    assert_eq!(event_seqs(&b.frames(on_b)), [1, 2]);
+}

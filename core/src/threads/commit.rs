@@ -182,14 +182,21 @@ impl Threads {
 
     /// Reads the record of every subscribed thread, to catch changes the
     /// broker lost ([`crate::Input::Recheck`]).
+    /// A subscribed thread that is not cached (its reload failed) is loaded
+    /// again, which resumes its subscriptions.
     pub(crate) fn recheck(&mut self, cx: &mut Ctx<'_>) {
         for thread in self.subscribed_threads() {
-            if !self.loading.contains_key(&thread) {
-                let query = ReadQuery::Thread {
-                    thread_id: thread.clone(),
-                };
-                self.new_read(cx, query, Waiter::Recheck { thread });
+            if self.loading.contains_key(&thread) {
+                continue;
             }
+            if self.cache.get(&thread).is_none() {
+                self.load_for_cache(cx, &thread);
+                continue;
+            }
+            let query = ReadQuery::Thread {
+                thread_id: thread.clone(),
+            };
+            self.new_read(cx, query, Waiter::Recheck { thread });
         }
     }
 

@@ -114,10 +114,14 @@ impl Threads {
             {
                 events
             }
-            _ => {
+            failed => {
+                let err = match failed {
+                    Err(e) => e.to_bubble_error(),
+                    Ok(_) => BubbleError::Internal,
+                };
                 self.sockets.unsubscribe(conn, thread);
                 lost_subscriptions(cx, 1);
-                end_subscription(cx, conn, thread, &BubbleError::Internal);
+                end_subscription(cx, conn, thread, &err);
                 return;
             }
         };
