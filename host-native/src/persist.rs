@@ -7,16 +7,21 @@
 //! [`COMMIT_DELAY`] before gathering, so that more batches share one commit.
 //! Batches arrive and are reported in the order the engine issued them.
 //!
-//! A store failure is fatal: the worker logs it and exits the process with
-//! status 1. Nothing the failed commit held was acknowledged (acks wait for
-//! the report), and the next start reloads the state from the store.
+//! A store that cannot be reached ([`StoreError::Unavailable`]: nothing of
+//! the commit was applied) refuses every group of the commit: the engine
+//! reloads those threads, and the operations waiting on them answer
+//! `unavailable` while the reads fail too. The next commit tries again. Any
+//! other store failure is fatal: the worker logs it and exits the process
+//! with status 1. Nothing the failed commit held was acknowledged (acks
+//! wait for the report), and the next start reloads the state from the
+//! store.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 use std::time::Duration;
 
-use bubble_core::store::{Backend, Batch};
+use bubble_core::store::{Backend, Batch, StoreError};
 use bubble_core::{BatchId, ThreadId};
 use tokio::sync::mpsc;
 
@@ -97,6 +102,10 @@ fn fail(err: &dyn std::fmt::Display) -> ! {
     std::process::exit(STORE_FAILURE_EXIT);
 }
 
+fn threads_of(batch: &Batch) -> Vec<ThreadId> {
+    batch.threads.iter().map(|g| g.thread_id.clone()).collect()
+}
+
 fn writes_of(batch: &Batch) -> usize {
     batch.threads.iter().map(|g| g.writes.len()).sum()
 }
@@ -126,6 +135,10 @@ fn run_worker(
         let batches: Vec<&Batch> = group.iter().map(|(_, b)| b).collect();
         let refused = match writer.apply(&batches) {
             Ok(refused) => refused,
+            Err(e @ StoreError::Unavailable(_)) => {
+                tracing::warn!(error = %e, "store unreachable: the commit's writes are refused");
+                batches.iter().map(|b| threads_of(b)).collect()
+            }
             Err(e) => fail(&e),
         };
         busy = group.len() > 1;

@@ -254,6 +254,9 @@ pub trait Backend {
     /// Applies `batches` in order, atomically (one commit); on `Ok` every
     /// group whose expectation held is durable. Returns, per batch, the
     /// threads whose groups were refused (and so not applied).
+    /// [`StoreError::Unavailable`] promises that nothing was applied (a
+    /// backend that lost its connection while committing finds out whether
+    /// the commit landed before it answers).
     fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError>;
 
     /// Housekeeping the host runs after it reported a commit durable, off
