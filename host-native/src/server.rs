@@ -75,6 +75,9 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     let health = broker.as_ref().map(|(_, health)| health.clone());
     let running = driver::spawn(home, settings.engine.clone(), opened.engine, stats, broker)
         .map_err(io("starting the engine"))?;
+    if crate::cluster::deployment(&settings.store).is_some() {
+        tokio::spawn(crate::cluster::check_periodically(running.inbox.clone()));
+    }
     let listener = TcpListener::bind(&settings.listen)
         .await
         .map_err(io(format!("binding {}", settings.listen)))?;

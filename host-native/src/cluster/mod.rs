@@ -5,8 +5,8 @@
 //! publication keys to be claimed ([`Output::Claim`](bubble_core::Output::Claim));
 //! this module carries both to Redis ([`writer`]) and brings every other
 //! node's messages back ([`reader`]). A timer beats every
-//! [`BEAT_INTERVAL`] and asks the engine for a check every
-//! [`CHECK_EVERY_BEATS`] beats: it reads every subscribed thread again
+//! [`BEAT_INTERVAL`]; another asks the engine for a check every
+//! [`CHECK_INTERVAL`]: it reads every subscribed thread again
 //! ([`Input::Recheck`](bubble_core::Input::Recheck)) and reconciles
 //! presence with Redis, which repairs whatever messages were lost. The
 //! layout of the keys is in [`keys`]; `docs/cluster.md` has the rest.
@@ -33,9 +33,9 @@ use crate::store::StoreSpec;
 /// connection and removes the presence rows of nodes that stopped.
 pub(crate) const BEAT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// How often a node checks what the bus may have lost: subscribed threads
-/// against the store, presence against Redis (in beats).
-pub(crate) const CHECK_EVERY_BEATS: u32 = 2;
+/// How often a node on a shared store checks what it may have missed:
+/// subscribed threads against the store, presence against Redis.
+pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The longest wait between two connection attempts.
 const BACKOFF_CAP: Duration = Duration::from_secs(5);
@@ -176,7 +176,7 @@ impl Broker {
         };
         tokio::spawn(reader.run());
         let broker = Broker { commands };
-        tokio::spawn(tick(broker.clone(), inbox));
+        tokio::spawn(tick(broker.clone()));
         Ok(broker)
     }
 
@@ -215,14 +215,27 @@ impl Broker {
     }
 }
 
-/// Beats every [`BEAT_INTERVAL`] and asks the engine for a check every
-/// [`CHECK_EVERY_BEATS`] beats.
-async fn tick(broker: Broker, inbox: mpsc::Sender<Command>) {
+/// Beats every [`BEAT_INTERVAL`].
+async fn tick(broker: Broker) {
     let mut every = tokio::time::interval(BEAT_INTERVAL);
-    for beat in 1u32.. {
+    loop {
         every.tick().await;
-        broker.send(BrokerCmd::Beat);
-        if beat % CHECK_EVERY_BEATS == 0 && inbox.send(Command::ClusterCheck).await.is_err() {
+        if broker.commands.send(BrokerCmd::Beat).is_err() {
+            return;
+        }
+    }
+}
+
+/// Asks the engine every [`CHECK_INTERVAL`] to check what it may have
+/// missed of a store other nodes write too: subscribed threads are read
+/// again (a change the broker lost, or a reload that failed while the store
+/// was unreachable), and presence is reconciled when there is a broker.
+pub(crate) async fn check_periodically(inbox: mpsc::Sender<Command>) {
+    let mut every = tokio::time::interval(CHECK_INTERVAL);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        if inbox.send(Command::ClusterCheck).await.is_err() {
             return;
         }
     }
