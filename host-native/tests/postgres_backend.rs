@@ -448,6 +448,39 @@ fn gapped_seqs_are_a_store_failure_and_leave_nothing_behind() {
 }
 
 #[test]
+fn a_statement_the_database_refuses_fails_the_whole_commit() {
+    let schema = Schema::fresh();
+    let mut store = open(&schema);
+    store
+        .apply(&[&batch(vec![create("t", 1)])])
+        .expect("first batch");
+    execute(
+        &schema.url,
+        format!(
+            "ALTER TABLE \"{}\".grants ADD CHECK (principal_id <> 'refused')",
+            schema.name
+        ),
+    )
+    .expect("a check");
+    let mut granting = appends("t", at(1, 1), 2..=2, None);
+    granting.writes.push(Write::PutGrant {
+        thread_id: thread("t"),
+        principal_id: PrincipalId::new("refused".to_owned()),
+        role: Role::Member,
+    });
+    let err = store
+        .apply(&[&batch(vec![create("u", 1)]), &batch(vec![granting])])
+        .expect_err("the check refuses the grant");
+    assert!(matches!(err, StoreError::Failed(_)), "{err:?}");
+    assert_eq!(head(&store, "u"), None);
+    assert_eq!((head(&store, "t"), events(&store, "t").len()), (Some(1), 1));
+    let refused = store
+        .apply(&[&batch(vec![appends("t", at(1, 1), 2..=2, None)])])
+        .expect("the connection is usable");
+    assert_eq!(refused, [Vec::<ThreadId>::new()]);
+}
+
+#[test]
 fn a_title_postgresql_cannot_store_is_a_store_failure() {
     let schema = Schema::fresh();
     let mut store = open(&schema);

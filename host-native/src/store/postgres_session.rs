@@ -22,7 +22,7 @@ use sqlx::Connection as _;
 use tokio::runtime::Runtime;
 
 /// How long connecting may take.
-pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The server cancels a statement running longer than this (a lock wait
 /// included).

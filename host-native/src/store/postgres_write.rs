@@ -39,26 +39,44 @@ pub(super) async fn apply(
     batches: &[&Batch],
     committing: &Cell<bool>,
 ) -> Result<Vec<Vec<ThreadId>>, StoreError> {
-    let groups = || batches.iter().flat_map(|b| &b.threads);
-    for group in groups() {
+    for group in batches.iter().flat_map(|b| &b.threads) {
         check_group(group)?;
     }
-    // Dropped without a commit (a failure below), the transaction is rolled
-    // back before the connection's next statement.
     let mut tx = conn.begin().await.map_err(sql_err("begin"))?;
-    lock_threads(&mut tx, groups()).await?;
+    match apply_groups(&mut tx, batches).await {
+        Ok(refused) => {
+            committing.set(true);
+            tx.commit().await.map_err(sql_err("commit"))?;
+            Ok(refused)
+        }
+        Err(e) => {
+            // The database refused a statement: roll back now rather than
+            // leave the session idle in a failed transaction. (A lost
+            // connection is dropped; the server rolls back.)
+            if matches!(e, StoreError::Failed(_)) {
+                let _ = tx.rollback().await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Locks the threads of `batches`, then applies their groups in order.
+async fn apply_groups(
+    conn: &mut PgConnection,
+    batches: &[&Batch],
+) -> Result<Vec<Vec<ThreadId>>, StoreError> {
+    lock_threads(conn, batches.iter().flat_map(|b| &b.threads)).await?;
     let mut refused = Vec::with_capacity(batches.len());
     for batch in batches {
         let mut mine = Vec::new();
         for group in &batch.threads {
-            if !apply_group(&mut tx, group).await? {
+            if !apply_group(conn, group).await? {
                 mine.push(group.thread_id.clone());
             }
         }
         refused.push(mine);
     }
-    committing.set(true);
-    tx.commit().await.map_err(sql_err("commit"))?;
     Ok(refused)
 }
 
