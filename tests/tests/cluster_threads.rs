@@ -128,3 +128,41 @@ async fn clients_of_a_killed_node_resume_elsewhere_and_lose_nothing() {
         .expect("the resumed subscription reaches the head");
     assert_eq!(resumed, (next..=head).collect::<Vec<_>>());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_opened_during_appends_elsewhere_gets_backlog_then_live_once() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    create_thread(&a.http(ALICE), "moving").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let client = a.http(ALICE);
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut acked = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let event = message_part("r", &format!("d{acked}"));
+                let (status, body) = client.post("/v1/threads/moving/events", &event).await;
+                assert_eq!(status, 201, "{body}");
+                acked += 1;
+            }
+            acked
+        })
+    };
+    while page_all(&a.http(ALICE), "moving", 1000).await.0.len() < 20 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let mut ws = b.ws(ALICE).await;
+    let through = subscribe(&mut ws, "moving", Some(1)).await;
+    assert!(
+        through >= 20,
+        "throughSeq is the head at registration: {through}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let head = writer.await.expect("writer");
+    let seen = tokio::time::timeout(HANG_TIMEOUT, follow(ws, "moving", Some(head)))
+        .await
+        .expect("backlog then live reach the head");
+    assert_eq!(seen, (1..=head).collect::<Vec<_>>());
+}
