@@ -250,3 +250,17 @@ fn a_recheck_resumes_subscriptions_whose_reload_failed() {
     b.input(bubble_core::Input::Recheck);
     assert_eq!(event_seqs(&b.frames(on_b)), [1, 2]);
 }
+
+#[test]
+fn a_change_to_a_thread_nobody_follows_here_is_forgotten_not_read() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    b.append(ADMIN, "t", run_started("b-1")).expect(201);
+    let reads = b.engine.metrics().store_reads;
+    a.append_n("t", 3);
+    gossip(&mut a, &mut b, |_, _| true);
+    assert_eq!(b.engine.metrics().store_reads, reads, "nothing was read");
+    let appended = b.append(ADMIN, "t", run_started("b-2")).expect(201);
+    assert_eq!(appended.body["event"]["seq"], 5, "the next use reads it again");
+    assert_eq!(b.engine.metrics().write_conflicts, 0);
+}

@@ -175,6 +175,14 @@ impl Threads {
                 if state.knows_version(version) || head_seq < state.durable().head_seq {
                     return;
                 }
+                let idle =
+                    !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
+                if idle && !self.sockets.subscribers.contains_key(thread) {
+                    // Nobody follows it here: forget it rather than read it;
+                    // its next use loads it again.
+                    self.cache.remove(thread);
+                    return;
+                }
                 self.refresh(cx, thread);
             }
         }
