@@ -104,6 +104,24 @@ pub fn runqueue_wait_ns(pid: u32) -> u64 {
     schedstat_sum(pid, 1)
 }
 
+/// Busy CPU seconds of the whole machine so far: user, nice, system, irq
+/// and softirq time of every CPU (the `cpu` line of `/proc/stat`).
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let busy: u64 = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| fields.get(i).copied())
+        .sum::<Option<u64>>()?;
+    Some(busy as f64 / ticks_per_sec() as f64)
+}
+
 /// CPU used by a set of processes over an interval, and the time their
 /// threads spent waiting for a CPU.
 #[derive(Debug, Clone)]
@@ -200,5 +218,6 @@ mod tests {
         assert!(ksoftirqd(0).is_some(), "every core has a ksoftirqd");
         assert!(rss_kib(me).unwrap() > 0);
         assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
+        assert!(machine_busy_seconds().unwrap() > 0.0);
     }
 }

@@ -42,7 +42,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
             .map(|t| proto::http_append(server.addr, t, 64))
             .collect();
         let env = StepEnv {
-            server: &server,
+            servers: std::slice::from_ref(&server),
             server_core: ctx.server_core,
             gen_cores: ctx.gen_cores,
             p99_bound_ms: 20.0,
@@ -58,7 +58,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
                 plan.conns = appenders;
                 plan.drain = Duration::from_secs(20);
                 let commits_before = proto::metric(server.addr, COMMITS);
-                let r = step::ack_step(&env, &plan)?;
+                let r = step::ack_step(&env, std::slice::from_ref(&plan))?;
                 let commits = proto::metric(server.addr, COMMITS)
                     .zip(commits_before)
                     .map(|(a, b)| a.saturating_sub(b));
