@@ -375,7 +375,7 @@ fn with_log(e: BenchError, server: &Server) -> BenchError {
 #[derive(Debug, Clone, Copy)]
 enum Contender {
     BubblePubb,
-    BubbleThreads(Store),
+    BubbleThreads(Store<'static>),
     /// nchan, labelled with this name (measured first and again last).
     Nchan(&'static str),
     Floor(FloorMode),
