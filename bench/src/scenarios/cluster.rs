@@ -485,9 +485,11 @@ fn run_single(ctx: &Ctx, shape: &Shape) -> Result<SingleRun, BenchError> {
     })
 }
 
-/// `rate: p99` of each fixed-rate step.
-fn fixed_p99s(run: &AppendsRun) -> String {
-    run.fixed
+/// The search's maximum, then the acknowledgement p99 of each fixed-rate
+/// step (✗: not sustainable).
+fn appends_line(run: &AppendsRun) -> String {
+    let fixed: Vec<String> = run
+        .fixed
         .iter()
         .map(|s| {
             format!(
@@ -497,8 +499,12 @@ fn fixed_p99s(run: &AppendsRun) -> String {
                 if s.result.sustainable { "" } else { " ✗" }
             )
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if fixed.is_empty() {
+        run.search.summary()
+    } else {
+        format!("{}, ack p99 at {}", run.search.summary(), fixed.join(", "))
+    }
 }
 
 /// Acknowledged appends/s and conflicts/s of each hot-thread step.
@@ -507,7 +513,7 @@ fn hot_line(steps: &[AppendStep]) -> String {
         .iter()
         .map(|s| {
             format!(
-                "at {}: {} acked, {:.0} conflicts/s, p99 {}",
+                "at {} acked {}, {:.0} conflicts/s, p99 {}",
                 kps(s.result.target_rate),
                 kps(s.result.throughput),
                 s.conflicts_per_sec.unwrap_or(0.0),
@@ -518,15 +524,16 @@ fn hot_line(steps: &[AppendStep]) -> String {
         .join(", ")
 }
 
-/// Delivery ratio and p99 of each delivery step.
+/// Delivery ratio and latency of each delivery step.
 fn delivery_line(steps: &[StepResult]) -> String {
     steps
         .iter()
         .map(|s| {
             format!(
-                "at {} deliveries/s: ratio {:.4} p99 {}",
+                "at {} deliveries ratio {:.4} p50 {} p99 {}",
                 kps(s.target_rate),
                 s.ratio,
+                ms(s.p50_ms),
                 ms(s.p99_ms)
             )
         })
@@ -547,15 +554,12 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
         None => "nothing pinned".to_string(),
     };
     println!(
-        "cluster ({NODES} nodes, PostgreSQL + Redis; {placement}): appends spread {} [ack p99 {}], by thread {} [{}]; hot thread {}; delivery across nodes {} | one SQLite node: appends {} [{}]; hot thread {}; delivery {}",
-        cluster.spread.search.summary(),
-        fixed_p99s(&cluster.spread),
-        cluster.by_thread.search.summary(),
-        fixed_p99s(&cluster.by_thread),
+        "cluster ({NODES} nodes, PostgreSQL + Redis; {placement}): appends spread: {}; by thread: {}; hot thread: {}; delivery across nodes: {} | one SQLite node: appends: {}; hot thread: {}; delivery: {}",
+        appends_line(&cluster.spread),
+        appends_line(&cluster.by_thread),
         hot_line(&cluster.hot_thread),
         delivery_line(&cluster.delivery),
-        single.appends.search.summary(),
-        fixed_p99s(&single.appends),
+        appends_line(&single.appends),
         hot_line(&single.hot_thread),
         delivery_line(&single.delivery),
     );
