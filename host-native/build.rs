@@ -1,6 +1,7 @@
 //! Embeds the web page: every file under `../www` (the page and its wasm
 //! package `www/pkg`, both in git) becomes a `(path, bytes, etag)` entry of
 //! `$OUT_DIR/page.rs`, so the binary serves the page without reading disk.
+//! Also rebuilds the crate when the PostgreSQL migrations change.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ const REQUIRED: [&str; 4] = [
 fn main() {
     let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
     println!("cargo:rerun-if-changed={}", www.display());
+    // `sqlx::migrate!` embeds these at build time.
+    println!("cargo:rerun-if-changed=migrations");
     for file in REQUIRED {
         assert!(
             www.join(file).is_file(),

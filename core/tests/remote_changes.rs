@@ -241,7 +241,9 @@ fn a_recheck_resumes_subscriptions_whose_reload_failed() {
     let on_b = subscribed(&mut b, "alice", "t");
     b.frames(on_b);
     a.append_n("t", 2);
-    b.fail_reads(Some(|q| matches!(q, bubble_core::store::ReadQuery::Thread { .. })));
+    b.fail_reads(Some(|q| {
+        matches!(q, bubble_core::store::ReadQuery::Thread { .. })
+    }));
     gossip(&mut a, &mut b, |_, _| true);
     assert!(event_seqs(&b.frames(on_b)).is_empty(), "the reload failed");
     b.fail_reads(None);

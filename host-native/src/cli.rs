@@ -34,7 +34,8 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port [default: 127.0.0.1:3000].
     #[arg(long, env = "BUBBLE_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
-    /// Store: "memory" or "sqlite:PATH" [default: sqlite:./bubble-data/bubble.db].
+    /// Store: "memory", "sqlite:PATH" or "postgres://USER@HOST/DB?schema=NAME"
+    /// [default: sqlite:./bubble-data/bubble.db].
     #[arg(long, env = "BUBBLE_STORE", value_name = "SPEC")]
     pub store: Option<String>,
     /// Cross-node broker: "none" (single node) or "redis://HOST:PORT" (one

@@ -422,11 +422,17 @@ mod tests {
     #[test]
     fn unavailable_backends_fail_fast() {
         let mut a = args();
-        a.store = Some("postgres://localhost/bubble".into());
+        a.store = Some("postgres://localhost/bubble?schema=Bad".into());
         let err = Settings::load(&a).unwrap_err().to_string();
-        assert!(
-            err.contains("PostgreSQL store is not available in this build"),
-            "{err}"
+        assert!(err.contains("invalid PostgreSQL schema"), "{err}");
+        let mut a = args();
+        a.store = Some("postgres://localhost/bubble".into());
+        assert_eq!(
+            Settings::load(&a).unwrap().store,
+            StoreSpec::Postgres {
+                url: "postgres://localhost/bubble".into(),
+                schema: "bubble".into()
+            }
         );
     }
 

@@ -1,5 +1,5 @@
 //! Bubble's native server: an axum + tokio host for the engine of
-//! `bubble-core`, with an embedded SQLite store.
+//! `bubble-core`, with an embedded SQLite store (or a PostgreSQL one).
 //!
 //! The host moves bytes and decides nothing the protocol defines. One task
 //! owns the [`bubble_core::Engine`] and is fed every socket event, HTTP

@@ -72,6 +72,7 @@ impl BrokerSpec {
 /// every node shares), or `None` for a store nodes cannot share.
 pub(crate) fn deployment(store: &StoreSpec) -> Option<String> {
     match store {
+        StoreSpec::Postgres { schema, .. } => Some(schema.clone()),
         StoreSpec::Memory | StoreSpec::Sqlite(_) => None,
     }
 }

@@ -8,29 +8,49 @@ use bubble_core::store::{Backend, MemoryStore, ReadQuery, ReadResult, StoreError
 mod checkpoint;
 pub mod lock;
 mod migrations;
+pub mod postgres;
+mod postgres_read;
+mod postgres_session;
+mod postgres_url;
+mod postgres_write;
 pub mod sqlite;
 mod sqlite_read;
 mod sqlite_write;
 
+pub use postgres::{Committed, PostgresReader, PostgresStore};
 pub use sqlite::{SqliteReader, SqliteStore};
 
 /// Where threads are stored (`--store`, `BUBBLE_STORE`, `store =`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreSpec {
     /// Everything in RAM; gone when the process exits.
     Memory,
     /// An embedded SQLite file.
     Sqlite(PathBuf),
+    /// A schema of a PostgreSQL database, shared by every node using it.
+    Postgres {
+        /// The connection URL without `schema=` (it may hold a password:
+        /// shown only through [`StoreSpec`]'s `Display`, which drops it).
+        url: String,
+        /// The schema holding the tables (`bubble` by default).
+        schema: String,
+    },
 }
 
 /// A `--store` value this build cannot serve.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreSpecError {
-    /// `postgres://…`
-    #[error("PostgreSQL store is not available in this build (use \"sqlite:PATH\" or \"memory\")")]
-    Postgres,
+    /// A `postgres://…` URL that does not parse.
+    #[error("invalid PostgreSQL URL {0}")]
+    PostgresUrl(String),
+    /// A `schema=` that is not a plain lowercase identifier.
+    #[error(
+        "invalid PostgreSQL schema {0:?}: expected 1-63 characters of [a-z0-9_], \
+         not starting with a digit or \"pg_\""
+    )]
+    PostgresSchema(String),
     /// Anything else.
-    #[error("unknown store {0:?}: expected \"memory\" or \"sqlite:PATH\"")]
+    #[error("unknown store {0:?}: expected \"memory\", \"sqlite:PATH\" or \"postgres://…\"")]
     Unknown(String),
 }
 
@@ -40,7 +60,8 @@ impl StoreSpec {
         StoreSpec::Sqlite(PathBuf::from("./bubble-data/bubble.db"))
     }
 
-    /// Parses `memory`, `sqlite:PATH` or `postgres://…`.
+    /// Parses `memory`, `sqlite:PATH` or `postgres://…` (also
+    /// `postgresql://…`; `schema=NAME` in the query names the schema).
     pub fn parse(raw: &str) -> Result<StoreSpec, StoreSpecError> {
         let raw = raw.trim();
         if raw == "memory" {
@@ -50,7 +71,8 @@ impl StoreSpec {
                 path.strip_prefix("//").unwrap_or(path),
             )))
         } else if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
-            Err(StoreSpecError::Postgres)
+            let (url, schema) = postgres_url::parse(raw)?;
+            Ok(StoreSpec::Postgres { url, schema })
         } else {
             Err(StoreSpecError::Unknown(raw.to_owned()))
         }
@@ -62,6 +84,18 @@ impl std::fmt::Display for StoreSpec {
         match self {
             StoreSpec::Memory => f.write_str("memory"),
             StoreSpec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            StoreSpec::Postgres { url, schema } => f.write_str(&postgres_url::display(url, schema)),
+        }
+    }
+}
+
+/// As `Display` for PostgreSQL, which hides the password.
+impl std::fmt::Debug for StoreSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSpec::Memory => f.write_str("Memory"),
+            StoreSpec::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            StoreSpec::Postgres { .. } => write!(f, "Postgres({self})"),
         }
     }
 }
@@ -84,6 +118,8 @@ pub enum Probe {
     Memory,
     /// A dedicated SQLite read connection.
     Sqlite(Arc<Mutex<SqliteReader>>),
+    /// A dedicated PostgreSQL connection (`SELECT 1`).
+    Postgres(Arc<Mutex<PostgresReader>>),
 }
 
 impl Probe {
@@ -92,6 +128,10 @@ impl Probe {
         match self {
             Probe::Memory => Ok(()),
             Probe::Sqlite(reader) => reader
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .probe(),
+            Probe::Postgres(reader) => reader
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .probe(),
@@ -123,7 +163,7 @@ pub struct Opened {
 }
 
 /// Opens the store named by `spec`, running migrations, with `readers`
-/// reader connections for SQLite.
+/// reader connections for SQLite and PostgreSQL.
 pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
     match spec {
         StoreSpec::Memory => {
@@ -154,5 +194,6 @@ pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
                 probe,
             })
         }
+        StoreSpec::Postgres { url, schema } => Ok(postgres::open(url, schema, readers)?),
     }
 }
