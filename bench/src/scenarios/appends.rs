@@ -162,16 +162,6 @@ pub fn search(
     })
 }
 
-/// The step inputs of an append measurement on `servers`.
-pub fn env<'a>(ctx: &Ctx, servers: &'a [Server]) -> StepEnv<'a> {
-    StepEnv {
-        servers,
-        server_core: ctx.server_core,
-        gen_cores: ctx.gen_cores,
-        p99_bound_ms: P99_BOUND_MS,
-    }
-}
-
 /// Creates `count` fresh threads named after `letter`, the process and the
 /// clock; returns their ids.
 pub fn new_threads(server: &Server, letter: &str, count: usize) -> Result<Vec<String>, BenchError> {
@@ -225,9 +215,14 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
         let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
         let ids = new_threads(&server, "a", threads)?;
         let all: Vec<&String> = ids.iter().collect();
-        let nodes = std::slice::from_ref(&server);
+        let env = StepEnv {
+            servers: std::slice::from_ref(&server),
+            server_core: ctx.server_core,
+            gen_cores: ctx.gen_cores,
+            p99_bound_ms: P99_BOUND_MS,
+        };
         let found = search(
-            &env(ctx, nodes),
+            &env,
             start,
             moves,
             &format!("appends {}", store.name()),

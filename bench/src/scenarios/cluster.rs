@@ -17,11 +17,12 @@
 //!   acknowledged appends/s and write conflicts/s (the nodes'
 //!   `bubble_write_conflicts_total` over the step).
 //!
-//! Every node runs where a single server runs in the other scenarios (the
-//! server core, or unpinned with `--no-pin`): the cluster gets the same
-//! CPU for Bubble as the single node. PostgreSQL and Redis are the
-//! machine's services and float over every core, the generator's too;
-//! each step records the machine's busy cores to show their share.
+//! Placement: the nodes, and the single SQLite node, are not pinned: they
+//! share every core with PostgreSQL and Redis (the machine's services,
+//! never pinned either) and with the generator, which keeps to its cores
+//! (every core but the first, unless `--no-pin`). Each step records the
+//! nodes' CPU together and the machine's busy cores, which show what
+//! PostgreSQL and Redis took.
 
 use serde::Serialize;
 use serde_json::json;
@@ -35,7 +36,7 @@ use crate::proto;
 use crate::publisher::Plan;
 use crate::scenarios::appends::{self, AppendSearch, AppendStep};
 use crate::scenarios::{kps, ms};
-use crate::servers::{self, ClusterNode, Server, Store};
+use crate::servers::{self, ClusterNode, Pin, Server, Store};
 use crate::step::{self, StepEnv, StepResult};
 
 /// Nodes of the cluster.
@@ -55,7 +56,8 @@ struct Shape {
     threads: usize,
     /// Appends/s of the fixed-rate steps.
     fixed: Vec<f64>,
-    /// First rate of the saturation search, appends/s.
+    /// First rate of the saturation search, appends/s, unless a fixed-rate
+    /// step was sustainable at a higher rate: it then starts at the highest.
     search_start: f64,
     /// Moves of the saturation search.
     search_moves: usize,
@@ -84,11 +86,11 @@ impl Shape {
             Shape {
                 appenders: super::HTTP_APPENDERS,
                 threads: 16,
-                fixed: vec![1_000.0, 2_000.0, 4_000.0],
-                search_start: 2_000.0,
+                fixed: vec![250.0, 500.0, 1_000.0, 2_000.0],
+                search_start: 250.0,
                 search_moves: 10,
-                hot: vec![250.0, 500.0, 1_000.0],
-                delivery: vec![200.0, 1_000.0, 2_000.0],
+                hot: vec![100.0, 300.0, 1_000.0],
+                delivery: vec![100.0, 300.0, 1_000.0],
                 subscribers: 10,
             }
         }
@@ -160,6 +162,16 @@ fn plans(
         .collect()
 }
 
+/// The step inputs for `nodes` (unpinned: no core of theirs to watch).
+fn env<'a>(ctx: &Ctx, nodes: &'a [Server], p99_bound_ms: f64) -> StepEnv<'a> {
+    StepEnv {
+        servers: nodes,
+        server_core: None,
+        gen_cores: ctx.gen_cores,
+        p99_bound_ms,
+    }
+}
+
 /// Fixed-rate steps and a saturation search of one routing.
 #[derive(Debug, Serialize)]
 struct AppendsRun {
@@ -178,7 +190,7 @@ fn appends_run(
     routing: Routing,
     label: &str,
 ) -> Result<AppendsRun, BenchError> {
-    let env = appends::env(ctx, nodes);
+    let env = env(ctx, nodes, appends::P99_BOUND_MS);
     let label = if nodes.len() > 1 {
         format!("{label} appends {}", routing.name())
     } else {
@@ -189,13 +201,14 @@ fn appends_run(
         let plans = plans(ctx, shape, nodes, threads, routing, rate, i as u8 + 1);
         fixed.push(appends::measure(&env, &plans, &label)?);
     }
-    let search = appends::search(
-        &env,
-        shape.search_start,
-        shape.search_moves,
-        &label,
-        |s, rate| plans(ctx, shape, nodes, threads, routing, rate, s),
-    )?;
+    let start = fixed
+        .iter()
+        .filter(|s| s.result.sustainable)
+        .map(|s| s.result.target_rate)
+        .fold(shape.search_start, f64::max);
+    let search = appends::search(&env, start, shape.search_moves, &label, |s, rate| {
+        plans(ctx, shape, nodes, threads, routing, rate, s)
+    })?;
     Ok(AppendsRun {
         routing,
         fixed,
@@ -211,7 +224,7 @@ fn hot_thread(
     label: &str,
 ) -> Result<Vec<AppendStep>, BenchError> {
     let hot = appends::new_threads(&nodes[0], "h", 1)?;
-    let env = appends::env(ctx, nodes);
+    let env = env(ctx, nodes, appends::P99_BOUND_MS);
     let label = format!("{label} hot thread");
     let mut steps = Vec::new();
     for (i, &rate) in shape.hot.iter().enumerate() {
@@ -253,12 +266,7 @@ fn delivery(
     }
     let pool = Pool::start(specs, ctx.workers(), 128)?;
     pool.wait_ready(Duration::from_secs(60))?;
-    let env = StepEnv {
-        servers: nodes,
-        server_core: ctx.server_core,
-        gen_cores: ctx.gen_cores,
-        p99_bound_ms: DELIVERY_P99_BOUND_MS,
-    };
+    let env = env(ctx, nodes, DELIVERY_P99_BOUND_MS);
     let fanout = shape.subscribers as u64;
     let mut steps = Vec::new();
     for (i, &rate) in shape.delivery.iter().enumerate() {
@@ -384,7 +392,7 @@ impl Deployment {
             nodes.push(servers::start_bubble(
                 &ctx.bubble_bin,
                 Store::Cluster(&spec),
-                ctx.bubble_pin(),
+                Pin::Off,
             )?);
         }
         for node in &nodes {
@@ -474,7 +482,7 @@ fn run_cluster(
 }
 
 fn run_single(ctx: &Ctx, shape: &Shape) -> Result<SingleRun, BenchError> {
-    let server = servers::start_bubble(&ctx.bubble_bin, Store::Sqlite, ctx.bubble_pin())?;
+    let server = servers::start_bubble(&ctx.bubble_bin, Store::Sqlite, Pin::Off)?;
     let nodes = std::slice::from_ref(&server);
     let label = "sqlite";
     let threads = appends::new_threads(&server, "s", shape.threads)?;
@@ -547,12 +555,10 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let deployment = Deployment::new(ctx)?;
     let single = run_single(ctx, &shape)?;
     let cluster = run_cluster(ctx, &shape, &deployment)?;
-    let placement = match ctx.server_core {
-        Some(core) => format!(
-            "every node on core {core} (as the single node), the generator on the other cores, PostgreSQL and Redis unpinned"
-        ),
-        None => "nothing pinned".to_string(),
-    };
+    let placement = format!(
+        "nodes unpinned (every core, shared with PostgreSQL and Redis), the generator on cores {:?}",
+        crate::limits::allowed_cpus()
+    );
     println!(
         "cluster ({NODES} nodes, PostgreSQL + Redis; {placement}): appends spread: {}; by thread: {}; hot thread: {}; delivery across nodes: {} | one SQLite node: appends: {}; hot thread: {}; delivery: {}",
         appends_line(&cluster.spread),
