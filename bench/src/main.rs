@@ -201,6 +201,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
                 Scenario::Catchup,
                 Scenario::Idle,
                 Scenario::FanoutWithHistory,
+                Scenario::Cluster,
             ] {
                 run(s, ctx)?;
             }
