@@ -146,8 +146,8 @@ struct Cpu {
 struct Meters {
     server: CpuMeter,
     generator: CpuMeter,
-    /// The machine's busy CPU seconds and the clock at the start.
-    machine: (Option<f64>, u64),
+    /// The machine's CPUs and idle seconds, and the clock, at the start.
+    machine: (Option<(usize, f64)>, u64),
 }
 
 impl Meters {
@@ -159,7 +159,7 @@ impl Meters {
             ),
             generator: CpuMeter::start(vec![std::process::id()], None),
             machine: (
-                crate::procstat::machine_busy_seconds(),
+                crate::procstat::machine_idle_seconds(),
                 crate::clock::now_ns(),
             ),
         }
@@ -177,9 +177,11 @@ impl Meters {
         }
     }
 
-    /// The machine's busy cores since `start`.
+    /// The machine's busy cores since `start`: its CPUs less their idle
+    /// time.
     fn machine_cores(&self) -> f64 {
-        let (Some(before), Some(now)) = (self.machine.0, crate::procstat::machine_busy_seconds())
+        let (Some((cpus, before)), Some((_, now))) =
+            (self.machine.0, crate::procstat::machine_idle_seconds())
         else {
             return 0.0;
         };
@@ -187,7 +189,7 @@ impl Meters {
         if wall <= 0.0 {
             0.0
         } else {
-            (now - before) / wall
+            (cpus as f64 - (now - before) / wall).max(0.0)
         }
     }
 }
