@@ -165,3 +165,23 @@ pub fn error_frame<'a>(frame: &'a Value, code: &str, thread: Option<&str>) -> &'
         .as_str()
         .expect("error message is a string")
 }
+
+/// Appends `message_part` events to `thread` until `stop` is set, each
+/// acknowledged with 201; returns how many were acknowledged.
+pub fn append_until(
+    client: HttpClient,
+    thread: &'static str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let path = format!("/v1/threads/{thread}/events");
+        let mut acked = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let event = message_part("r", &format!("d{acked}"));
+            let (status, body) = client.post(&path, &event).await;
+            assert_eq!(status, 201, "{body}");
+            acked += 1;
+        }
+        acked
+    })
+}

@@ -6,33 +6,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bubble_tests::threads::{create_thread, error_code, message_part, subscribe};
+use bubble_tests::threads::{append_until, create_thread, error_code, message_part, subscribe};
 use bubble_tests::{
-    readyz, wait_readyz, Deployment, HttpClient, OwnRedis, Proxy, Server, WsClient, ALICE,
-    HANG_TIMEOUT, TEST_CONFIG,
+    readyz, wait_readyz, Deployment, OwnRedis, Proxy, Server, WsClient, ALICE, HANG_TIMEOUT,
+    TEST_CONFIG,
 };
 use serde_json::Value;
-
-/// Appends to `thread` until told to stop; returns how many were acknowledged.
-fn writer(
-    client: HttpClient,
-    thread: &'static str,
-    stop: Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<u64> {
-    tokio::spawn(async move {
-        let mut acked = 0u64;
-        while !stop.load(Ordering::SeqCst) {
-            let event = message_part("r", &format!("d{acked}"));
-            let (status, body) = client
-                .post(&format!("/v1/threads/{thread}/events"), &event)
-                .await;
-            assert_eq!(status, 201, "{body}");
-            acked += 1;
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
-        acked
-    })
-}
 
 /// Reads `thread`'s events until seq `head`; asserts 1..=head, once, in order.
 async fn expect_all(ws: &mut WsClient, thread: &str, head: u64) {
@@ -69,7 +48,7 @@ async fn survives(redis: &mut OwnRedis, disturb: impl FnOnce(&mut OwnRedis, &Ser
     let mut ws = b.ws(ALICE).await;
     subscribe(&mut ws, "live", Some(1)).await;
     let stop = Arc::new(AtomicBool::new(false));
-    let appends = writer(a.http(ALICE), "live", stop.clone());
+    let appends = append_until(a.http(ALICE), "live", stop.clone());
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     disturb(redis, &a, &b);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

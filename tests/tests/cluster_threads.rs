@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bubble_tests::threads::{
-    create_thread, error_frame, grant, message_part, page_all, run_started, subscribe,
+    append_until, create_thread, error_frame, grant, page_all, run_started, subscribe,
 };
 use bubble_tests::{Deployment, WsClient, ALICE, DAVE, HANG_TIMEOUT, TEST_CONFIG};
 use serde_json::{json, Value};
@@ -80,20 +80,7 @@ async fn clients_of_a_killed_node_resume_elsewhere_and_lose_nothing() {
 
     // Appends keep going on the surviving node throughout.
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let client = survivor.http(ALICE);
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let mut acked = 0u64;
-            while !stop.load(Ordering::SeqCst) {
-                let event = message_part("r", &format!("d{acked}"));
-                let (status, body) = client.post("/v1/threads/busy/events", &event).await;
-                assert_eq!(status, 201, "{body}");
-                acked += 1;
-            }
-            acked
-        })
-    };
+    let writer = append_until(survivor.http(ALICE), "busy", stop.clone());
     let (events, _) = loop {
         let page = page_all(&survivor.http(ALICE), "busy", 1000).await;
         if page.0.len() >= 50 {
@@ -127,4 +114,29 @@ async fn clients_of_a_killed_node_resume_elsewhere_and_lose_nothing() {
         .await
         .expect("the resumed subscription reaches the head");
     assert_eq!(resumed, (next..=head).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_opened_during_appends_elsewhere_gets_backlog_then_live_once() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    create_thread(&a.http(ALICE), "moving").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = append_until(a.http(ALICE), "moving", stop.clone());
+    while page_all(&a.http(ALICE), "moving", 1000).await.0.len() < 20 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let mut ws = b.ws(ALICE).await;
+    let through = subscribe(&mut ws, "moving", Some(1)).await;
+    assert!(
+        through >= 20,
+        "throughSeq is the head at registration: {through}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let head = writer.await.expect("writer");
+    let seen = tokio::time::timeout(HANG_TIMEOUT, follow(ws, "moving", Some(head)))
+        .await
+        .expect("backlog then live reach the head");
+    assert_eq!(seen, (1..=head).collect::<Vec<_>>());
 }

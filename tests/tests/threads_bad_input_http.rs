@@ -48,6 +48,14 @@ fn cases() -> Vec<Case> {
             "invalid_request",
         ),
         (
+            "title with U+0000 (rename)",
+            "PATCH",
+            "/v1/threads/thread-1".into(),
+            body(json!({"title": "a\u{0}b"})),
+            400,
+            "invalid_request",
+        ),
+        (
             "malformed JSON (grant)",
             "PUT",
             "/v1/threads/thread-1/grants/carol".into(),

@@ -65,6 +65,12 @@ pub(crate) fn validate_title(title: &str) -> Result<(), BubbleError> {
             "Field \"title\" must be at most {MAX_TITLE_CHARS} characters."
         )));
     }
+    // No store can be required to keep U+0000 in text (PostgreSQL cannot).
+    if title.contains('\0') {
+        return Err(BubbleError::InvalidRequest(
+            "Field \"title\" must not contain U+0000.".into(),
+        ));
+    }
     Ok(())
 }
 
@@ -295,6 +301,7 @@ mod tests {
         assert_eq!(title_change(Some("Q3"), Some(None)), Some(None));
         assert!(validate_title(&"x".repeat(MAX_TITLE_CHARS)).is_ok());
         assert!(validate_title(&"x".repeat(MAX_TITLE_CHARS + 1)).is_err());
+        assert!(validate_title("a\0b").is_err());
     }
 
     #[test]

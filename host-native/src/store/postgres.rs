@@ -18,15 +18,17 @@
 //! Durability: [`PostgresStore::apply`] returns only after `COMMIT`
 //! returned, so what it reported is durable as the server's settings make
 //! commits (`synchronous_commit`, replication). A connection lost during
-//! `COMMIT` leaves the outcome unknown: the error says so, and
-//! [`PostgresStore::committed_versions`] tells afterwards whether the
-//! batch landed.
+//! `COMMIT` leaves the outcome unknown: `apply` then reads back, once the
+//! database answers again, which groups landed, and answers that (the
+//! `Backend` contract: `Unavailable` means nothing was applied). It gives
+//! up after a minute with a store failure, which ends the server.
 
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use bubble_core::ids::ThreadId;
-use bubble_core::store::{Backend, Batch, ReadQuery, ReadResult, StoreError};
+use bubble_core::store::{Backend, Batch, ReadQuery, ReadResult, StoreError, ThreadWrites, Write};
 use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Executor as _};
 
@@ -127,12 +129,105 @@ impl Backend for PostgresStore {
         });
         match applied {
             Err(StoreError::Unavailable(e)) if committing.get() => {
-                Err(StoreError::Unavailable(format!(
-                    "the commit outcome is unknown (the connection was lost during COMMIT): {e}"
-                )))
+                tracing::warn!(error = %e, "connection lost during COMMIT: finding out whether it landed");
+                self.resolve(batches)
             }
             other => other,
         }
+    }
+}
+
+/// How long a commit whose outcome is unknown is looked for before the
+/// store gives up (the server then exits; a restart reloads the store).
+const RESOLVE_FOR: Duration = Duration::from_secs(60);
+
+impl PostgresStore {
+    /// After a connection lost during `COMMIT`: which groups of `batches`
+    /// are refused, read back once the database answers again. A group
+    /// landed when its thread is at the version it recorded, or holds its
+    /// last event at its seq (another writer may have moved the thread on
+    /// since). Groups with neither sign are reported refused: the engine
+    /// decides them again (an append without such a sign did not land).
+    fn resolve(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
+        let deadline = Instant::now() + RESOLVE_FOR;
+        let mut wait = Duration::from_millis(100);
+        loop {
+            match self.landed(batches) {
+                Ok(landed) => {
+                    return Ok(batches
+                        .iter()
+                        .zip(landed)
+                        .map(|(batch, landed)| {
+                            batch
+                                .threads
+                                .iter()
+                                .zip(landed)
+                                .filter(|(_, landed)| !landed)
+                                .map(|(group, _)| group.thread_id.clone())
+                                .collect()
+                        })
+                        .collect());
+                }
+                Err(StoreError::Unavailable(e)) if Instant::now() < deadline => {
+                    tracing::warn!(error = %e, "the commit's outcome is still unknown");
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    return Err(StoreError::Failed(format!(
+                        "the outcome of a commit is unknown: {e}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Per batch, per group: whether it shows a sign of having landed.
+    fn landed(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<bool>>, StoreError> {
+        let threads: Vec<ThreadId> = batches
+            .iter()
+            .flat_map(|b| b.threads.iter().map(|g| g.thread_id.clone()))
+            .collect();
+        let now: std::collections::HashMap<ThreadId, Committed> =
+            self.committed_versions(&threads)?.into_iter().collect();
+        let mut landed = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let mut groups = Vec::with_capacity(batch.threads.len());
+            for group in &batch.threads {
+                let at_version = now
+                    .get(&group.thread_id)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|(_, version)| version == group.record.version);
+                groups.push(at_version || self.holds_last_event(group)?);
+            }
+            landed.push(groups);
+        }
+        Ok(landed)
+    }
+
+    /// Whether the store holds `group`'s last appended event at its seq.
+    fn holds_last_event(&mut self, group: &ThreadWrites) -> Result<bool, StoreError> {
+        let last = group.writes.iter().rev().find_map(|w| match w {
+            Write::AppendEvent { seq, json, .. } => Some((*seq, json.clone())),
+            _ => None,
+        });
+        let Some((seq, json)) = last else {
+            return Ok(false);
+        };
+        let query = ReadQuery::Events {
+            thread_id: group.thread_id.clone(),
+            from_seq: seq,
+            through_seq: seq,
+            limit: 1,
+        };
+        let read = self
+            .session_mut()
+            .run("reading back an event", async |conn| {
+                postgres_read::read(conn, &query).await
+            })?;
+        Ok(matches!(read, ReadResult::Events(events)
+            if events.first().is_some_and(|e| e.json == json)))
     }
 }
 
