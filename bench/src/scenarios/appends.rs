@@ -163,15 +163,20 @@ pub fn search(
 }
 
 /// Creates `count` fresh threads named after `letter`, the process and the
-/// clock; returns their ids.
-pub fn new_threads(server: &Server, letter: &str, count: usize) -> Result<Vec<String>, BenchError> {
+/// clock, thread `i` on server `i mod n` of `servers` (a node keeps the
+/// threads it created in its cache); returns their ids.
+pub fn new_threads(
+    servers: &[Server],
+    letter: &str,
+    count: usize,
+) -> Result<Vec<String>, BenchError> {
     let tag = format!(
         "{letter}{}x{}",
         std::process::id(),
         crate::clock::now_ns() % 1_000_000
     );
     let ids: Vec<String> = (0..count).map(|t| format!("{tag}-{t}")).collect();
-    for id in &ids {
+    for (id, server) in ids.iter().zip(servers.iter().cycle()) {
         proto::create_thread(server.addr, id)?;
     }
     Ok(ids)
@@ -213,7 +218,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut parts = Vec::new();
     for store in [Store::Sqlite, Store::Memory] {
         let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
-        let ids = new_threads(&server, "a", threads)?;
+        let ids = new_threads(std::slice::from_ref(&server), "a", threads)?;
         let all: Vec<&String> = ids.iter().collect();
         let env = StepEnv {
             servers: std::slice::from_ref(&server),

@@ -198,14 +198,18 @@ struct AppendsRun {
     search: AppendSearch,
 }
 
+/// Appends to fresh threads, each created on the node `routing` sends it
+/// to (by thread) or on each node in turn (spread), so that no node holds
+/// threads in its cache that it does not write: fixed-rate steps, then a
+/// saturation search.
 fn appends_run(
     ctx: &Ctx,
     shape: &Shape,
     nodes: &[Server],
-    threads: &[String],
     routing: Routing,
     label: &str,
 ) -> Result<AppendsRun, BenchError> {
+    let threads = &appends::new_threads(nodes, &routing.name()[..1], shape.threads)?;
     let env = env(ctx, nodes, appends::P99_BOUND_MS);
     let label = if nodes.len() > 1 {
         format!("{label} appends {}", routing.name())
@@ -239,7 +243,7 @@ fn hot_thread(
     nodes: &[Server],
     label: &str,
 ) -> Result<Vec<AppendStep>, BenchError> {
-    let hot = appends::new_threads(&nodes[0], "h", 1)?;
+    let hot = appends::new_threads(nodes, "h", 1)?;
     let env = env(ctx, nodes, appends::P99_BOUND_MS);
     let label = format!("{label} hot thread");
     let mut steps = Vec::new();
@@ -250,9 +254,9 @@ fn hot_thread(
     Ok(steps)
 }
 
-/// Fresh threads, each appended to on one node (routing by thread) and
-/// followed by `Shape::subscribers` subscribers on the other nodes (on the
-/// node itself when it is alone); one step per rate of
+/// Fresh threads, each created and appended to on one node (routing by
+/// thread) and followed by `Shape::subscribers` subscribers on the other
+/// nodes (on the node itself when it is alone); one step per rate of
 /// `Shape::delivery`, judged by deliveries.
 fn delivery(
     ctx: &Ctx,
@@ -260,7 +264,7 @@ fn delivery(
     nodes: &[Server],
     label: &str,
 ) -> Result<Vec<StepResult>, BenchError> {
-    let threads = appends::new_threads(&nodes[0], "d", shape.threads)?;
+    let threads = appends::new_threads(nodes, "d", shape.threads)?;
     let n = nodes.len();
     let mut specs = Vec::new();
     for (i, thread) in threads.iter().enumerate() {
@@ -489,10 +493,9 @@ fn run_cluster(
     let nodes = deployment.start(ctx, NODES)?;
     let _raised = raise_generator();
     let label = "cluster";
-    let threads = appends::new_threads(&nodes[0], "k", shape.threads)?;
     Ok(ClusterRun {
-        spread: appends_run(ctx, shape, &nodes, &threads, Routing::Spread, label)?,
-        by_thread: appends_run(ctx, shape, &nodes, &threads, Routing::ByThread, label)?,
+        spread: appends_run(ctx, shape, &nodes, Routing::Spread, label)?,
+        by_thread: appends_run(ctx, shape, &nodes, Routing::ByThread, label)?,
         hot_thread: hot_thread(ctx, shape, &nodes, label)?,
         delivery: delivery(ctx, shape, &nodes, label)?,
     })
@@ -503,9 +506,8 @@ fn run_single(ctx: &Ctx, shape: &Shape) -> Result<SingleRun, BenchError> {
     let _raised = raise_generator();
     let nodes = std::slice::from_ref(&server);
     let label = "sqlite";
-    let threads = appends::new_threads(&server, "s", shape.threads)?;
     Ok(SingleRun {
-        appends: appends_run(ctx, shape, nodes, &threads, Routing::Spread, label)?,
+        appends: appends_run(ctx, shape, nodes, Routing::Spread, label)?,
         hot_thread: hot_thread(ctx, shape, nodes, label)?,
         delivery: delivery(ctx, shape, nodes, label)?,
     })
