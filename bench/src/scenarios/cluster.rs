@@ -569,8 +569,22 @@ fn delivery_line(steps: &[StepResult]) -> String {
         .join(", ")
 }
 
+/// Longest step of a smoke run of this scenario, s, so that its seven to
+/// ten steps and four server starts take a few seconds.
+const SMOKE_STEP_SECS: f64 = 0.5;
+
 /// Scenario 8.
 pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
+    let smoke_ctx;
+    let ctx = if ctx.smoke {
+        smoke_ctx = Ctx {
+            step_secs: ctx.step_secs.min(SMOKE_STEP_SECS),
+            ..ctx.clone()
+        };
+        &smoke_ctx
+    } else {
+        ctx
+    };
     let shape = Shape::for_ctx(ctx);
     let deployment = Deployment::new(ctx)?;
     let single = run_single(ctx, &shape)?;
