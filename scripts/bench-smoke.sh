@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Smoke run of every benchmark scenario (bubble-bench --smoke): a few seconds
 # each, tiny loads, no figure checked. It proves the load generator, the
-# nchan side and the scenarios still work against the current server.
+# nchan side and the scenarios still work against the current server. The
+# cluster scenario needs PostgreSQL and Redis (those of the cluster tests:
+# BUBBLE_TEST_POSTGRES, BUBBLE_TEST_REDIS, scripts/setup-services.sh) and
+# fails when they do not answer.
 # Debug builds: the test command has built them already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,8 +12,10 @@ cd "$(dirname "$0")/.."
 cargo build -q -p bubble-server -p bubble-bench
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
-timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results"
-for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history; do
+timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results" \
+  --postgres "${BUBBLE_TEST_POSTGRES:-postgres://postgres:postgres@127.0.0.1:5432/test}" \
+  --redis "${BUBBLE_TEST_REDIS:-redis://127.0.0.1:6379}"
+for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history cluster; do
   test -s "$results/$f.json" || { echo "missing result file $f.json" >&2; exit 1; }
 done
 echo "bench smoke: every scenario ran"

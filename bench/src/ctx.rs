@@ -37,6 +37,10 @@ pub struct Ctx {
     pub pagers: usize,
     /// Their pages/s, all together (`None`: as fast as answered).
     pub page_rate: Option<f64>,
+    /// PostgreSQL of the cluster scenario (a URL without a schema).
+    pub postgres: String,
+    /// Redis of the cluster scenario.
+    pub redis: String,
 }
 
 impl Ctx {

@@ -46,3 +46,39 @@ pub fn pin(cpus: &[usize]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The calling thread's scheduling priority raised (its nice value
+/// lowered) until dropped; threads and processes it starts meanwhile
+/// inherit the raised priority. Linux keeps a nice value per thread.
+#[derive(Debug)]
+pub struct Raised {
+    before: libc::c_int,
+    /// Dropped on the thread it was made on.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Raised {
+    /// Lowers the calling thread's nice value by `by`; `None` when the
+    /// system refuses (raising needs `CAP_SYS_NICE`).
+    pub fn by(by: libc::c_int) -> Option<Raised> {
+        // SAFETY: plain system calls on the calling thread (who = 0).
+        unsafe {
+            *libc::__errno_location() = 0;
+            let before = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if before == -1 && *libc::__errno_location() != 0 {
+                return None;
+            }
+            (libc::setpriority(libc::PRIO_PROCESS, 0, before - by) == 0).then_some(Raised {
+                before,
+                _thread: std::marker::PhantomData,
+            })
+        }
+    }
+}
+
+impl Drop for Raised {
+    fn drop(&mut self) {
+        // SAFETY: plain system call on the calling thread.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, self.before) };
+    }
+}

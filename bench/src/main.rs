@@ -53,7 +53,11 @@ enum Scenario {
     /// 7: thread fan-out while other clients page through long histories
     /// over HTTP, both stores.
     FanoutWithHistory,
-    /// Every scenario in turn (2 includes 1), 2 to 7.
+    /// 8: three nodes on one PostgreSQL schema and one Redis: durable
+    /// appends, append → delivery across nodes, a hot thread; one SQLite
+    /// node alongside.
+    Cluster,
+    /// Every scenario in turn (2 includes 1), 2 to 8.
     All,
 }
 
@@ -108,6 +112,17 @@ struct Args {
     /// (0: as fast as the server answers).
     #[arg(long, default_value_t = 1000.0)]
     page_rate: f64,
+    /// PostgreSQL of the cluster scenario; each run uses a fresh schema in
+    /// it and drops it afterwards.
+    #[arg(
+        long,
+        default_value = "postgres://postgres:postgres@127.0.0.1:5432/test"
+    )]
+    postgres: String,
+    /// Redis of the cluster scenario; each run uses a fresh key prefix and
+    /// deletes its keys afterwards.
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    redis: String,
 }
 
 /// The nchan config template kept in this crate: `bench/nchan-nginx.conf`.
@@ -161,6 +176,8 @@ fn context(args: &Args) -> Ctx {
         pagers: args.pagers.max(1),
         page_rate: Some(args.page_rate).filter(|r| *r > 0.0),
         step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),
+        postgres: args.postgres.clone(),
+        redis: args.redis.clone(),
     }
 }
 
@@ -175,6 +192,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
         Scenario::Catchup => scenarios::catchup::scenario(ctx),
         Scenario::Idle => scenarios::idle::scenario(ctx),
         Scenario::FanoutWithHistory => scenarios::fanout_history::scenario(ctx),
+        Scenario::Cluster => scenarios::cluster::scenario(ctx),
         Scenario::All => {
             for s in [
                 Scenario::FanoutVsNchan,
@@ -183,6 +201,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
                 Scenario::Catchup,
                 Scenario::Idle,
                 Scenario::FanoutWithHistory,
+                Scenario::Cluster,
             ] {
                 run(s, ctx)?;
             }

@@ -104,6 +104,30 @@ pub fn runqueue_wait_ns(pid: u32) -> u64 {
     schedstat_sum(pid, 1)
 }
 
+/// The machine's CPUs and the seconds they have spent idle, waiting for
+/// I/O or stolen by the hypervisor so far (`/proc/stat`). Idle time is
+/// exact on a tickless kernel; busy time sampled at ticks is not (it
+/// misses short bursts), so busy time is what the rest of the wall time is.
+pub fn machine_idle_seconds() -> Option<(usize, f64)> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let mut lines = stat.lines();
+    let fields: Vec<u64> = lines
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let idle: u64 = [3, 4, 7]
+        .iter()
+        .map(|&i| fields.get(i).copied())
+        .sum::<Option<u64>>()?;
+    let cpus = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    Some((cpus, idle as f64 / ticks_per_sec() as f64))
+}
+
 /// CPU used by a set of processes over an interval, and the time their
 /// threads spent waiting for a CPU.
 #[derive(Debug, Clone)]
@@ -200,5 +224,7 @@ mod tests {
         assert!(ksoftirqd(0).is_some(), "every core has a ksoftirqd");
         assert!(rss_kib(me).unwrap() > 0);
         assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
+        let (cpus, idle) = machine_idle_seconds().unwrap();
+        assert!(cpus >= 1 && idle > 0.0);
     }
 }

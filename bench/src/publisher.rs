@@ -194,6 +194,53 @@ impl Timer {
     }
 }
 
+impl Report {
+    /// Adds `other`'s counts and histograms to this report; the span covers
+    /// both.
+    fn merge(&mut self, other: Report) {
+        self.scheduled += other.scheduled;
+        self.sent += other.sent;
+        self.dropped += other.dropped;
+        self.ok += other.ok;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+        self.late += other.late;
+        // Every histogram of a report has the same bounds: adding cannot fail.
+        let _ = self.lateness.add(&other.lateness);
+        let _ = self.ack.add(&other.ack);
+        self.span_ns = (
+            self.span_ns.0.min(other.span_ns.0),
+            self.span_ns.1.max(other.span_ns.1),
+        );
+        self.last_ok_ns = self.last_ok_ns.max(other.last_ok_ns);
+    }
+}
+
+/// Runs `plans` at once, one thread each (a single plan on the calling
+/// thread), and merges their reports: e.g. one group of appenders per node
+/// of a cluster.
+pub fn run_all(plans: &[Plan]) -> Result<Report, PublishError> {
+    let Some((first, rest)) = plans.split_first() else {
+        return Err(PublishError::Protocol("nothing to publish".into()));
+    };
+    if rest.is_empty() {
+        return run(first);
+    }
+    std::thread::scope(|scope| {
+        let others: Vec<_> = rest.iter().map(|p| scope.spawn(move || run(p))).collect();
+        let mut rep = run(first)?;
+        for handle in others {
+            let other = handle
+                .join()
+                .map_err(|_| PublishError::Protocol("a publisher thread panicked".into()))??;
+            rep.merge(other);
+        }
+        Ok(rep)
+    })
+}
+
 /// Runs `plan` to completion on the calling thread.
 pub fn run(plan: &Plan) -> Result<Report, PublishError> {
     let http = matches!(plan.transport, Transport::Http);
@@ -488,4 +535,38 @@ fn read(c: &mut Conn, rep: &mut Report, now: u64, masker: &mut Masker) -> Result
     }
     c.inbuf.drain(..pos);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(ok: u64, span: (u64, u64), ack_us: u64, error: Option<&str>) -> Report {
+        let mut ack = new_hist();
+        ack.record(ack_us).expect("in bounds");
+        Report {
+            scheduled: ok + 1,
+            sent: ok + 1,
+            dropped: 0,
+            ok,
+            errors: 1,
+            first_error: error.map(str::to_owned),
+            late: 1,
+            lateness: new_hist(),
+            ack,
+            span_ns: span,
+            last_ok_ns: span.1,
+        }
+    }
+
+    #[test]
+    fn merged_reports_add_counts_and_cover_both_spans() {
+        let mut a = report(10, (100, 200), 1000, None);
+        a.merge(report(5, (50, 150), 3000, Some("HTTP 503")));
+        assert_eq!((a.scheduled, a.ok, a.errors, a.late), (17, 15, 2, 2));
+        assert_eq!(a.first_error.as_deref(), Some("HTTP 503"));
+        assert_eq!((a.span_ns, a.last_ok_ns), ((50, 200), 200));
+        assert_eq!(a.ack.len(), 2);
+        assert!(a.ack.max() >= 2990);
+    }
 }

@@ -40,8 +40,16 @@ pub fn machine() -> Value {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     serde_json::json!({
         "cpu": model,
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpus": online_cpus(),
         "kernel": kernel.trim(),
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
     })
+}
+
+/// The machine's online CPUs (not the ones this thread may use: the
+/// generator pins itself).
+fn online_cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
 }

@@ -61,21 +61,38 @@ pub enum Pin {
 
 /// Which store Bubble runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Store {
+pub enum Store<'a> {
     /// In memory.
     Memory,
     /// SQLite in the run directory.
     Sqlite,
+    /// One node of a cluster: a PostgreSQL schema shared with the other
+    /// nodes, linked to them by Redis.
+    Cluster(&'a ClusterNode),
 }
 
-impl Store {
+impl Store<'_> {
     /// Name used in results.
     pub fn name(self) -> &'static str {
         match self {
             Store::Memory => "memory",
             Store::Sqlite => "sqlite",
+            Store::Cluster(_) => "postgres+redis",
         }
     }
+}
+
+/// How one cluster node is started (`docs/cluster.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// `--store`: the deployment's `postgres://…?schema=NAME` URL.
+    pub store: String,
+    /// `--broker`: the Redis URL.
+    pub broker: String,
+    /// `--broker-prefix`: the deployment's Redis key prefix.
+    pub prefix: String,
+    /// `--node-id`.
+    pub node_id: String,
 }
 
 /// A running server.
@@ -183,7 +200,7 @@ fn confine(cmd: &mut Command, core: Option<usize>) {
 }
 
 /// Starts `bubble serve` on an ephemeral port with `store`.
-pub fn start_bubble(bin: &Path, store: Store, pin: Pin) -> Result<Server, ServerError> {
+pub fn start_bubble(bin: &Path, store: Store<'_>, pin: Pin) -> Result<Server, ServerError> {
     if !bin.exists() {
         return Err(ServerError::Start(format!(
             "{} not found; build it with `cargo build --release -p bubble-server`",
@@ -194,6 +211,7 @@ pub fn start_bubble(bin: &Path, store: Store, pin: Pin) -> Result<Server, Server
     let store_spec = match store {
         Store::Memory => "memory".to_string(),
         Store::Sqlite => format!("sqlite:{}", dir.join("bubble.db").display()),
+        Store::Cluster(node) => node.store.clone(),
     };
     let config = format!(
         r#"listen = "127.0.0.1:0"
@@ -232,6 +250,11 @@ max_subscriptions = 100000
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
+    if let Store::Cluster(node) = store {
+        cmd.args(["--broker", &node.broker])
+            .args(["--broker-prefix", &node.prefix])
+            .args(["--node-id", &node.node_id]);
+    }
     confine(
         &mut cmd,
         if let Pin::Exec(c) = pin {

@@ -63,6 +63,9 @@ pub struct StepResult {
     pub with_softirq_us_per_item: f64,
     /// Generator CPU, in cores.
     pub gen_cores: f64,
+    /// Busy CPU of the whole machine (server, generator and everything
+    /// else, e.g. a database), in cores.
+    pub machine_cores: f64,
     /// Time the server's threads were runnable but not running, in cores.
     pub server_wait: f64,
     /// Time the generator's threads were runnable but not running, in cores.
@@ -91,7 +94,7 @@ impl StepResult {
     /// A one-line summary.
     pub fn line(&self) -> String {
         format!(
-            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores = {:.2} us/item (+ksoftirqd {:.2} us) (wait {:.2}) gen {:.2} cores (wait {:.2}) late {:.3} dropped {} load {:.1}{}{}",
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores = {:.2} us/item (+ksoftirqd {:.2} us) (wait {:.2}) gen {:.2} cores (wait {:.2}) machine {:.2} cores late {:.3} dropped {} load {:.1}{}{}",
             self.target_rate,
             self.throughput,
             self.ratio,
@@ -106,6 +109,7 @@ impl StepResult {
             self.server_wait,
             self.gen_cores,
             self.gen_wait,
+            self.machine_cores,
             self.late_share,
             self.dropped,
             self.loadavg,
@@ -117,9 +121,9 @@ impl StepResult {
 
 /// Inputs common to every step of a run.
 pub struct StepEnv<'a> {
-    /// The server under test.
-    pub server: &'a Server,
-    /// The core it is pinned to, if any.
+    /// The servers under test (the nodes of a cluster), measured together.
+    pub servers: &'a [Server],
+    /// The core they are pinned to, if any.
     pub server_core: Option<usize>,
     /// Cores the generator may use.
     pub gen_cores: usize,
@@ -135,19 +139,29 @@ struct Cpu {
     server_wait: f64,
     gen: f64,
     gen_wait: f64,
+    machine: f64,
 }
 
 /// The meters of one step.
 struct Meters {
     server: CpuMeter,
     generator: CpuMeter,
+    /// The machine's CPUs and idle seconds, and the clock, at the start.
+    machine: (Option<(usize, f64)>, u64),
 }
 
 impl Meters {
     fn start(env: &StepEnv) -> Meters {
         Meters {
-            server: CpuMeter::start(env.server.pids(), env.server_core),
+            server: CpuMeter::start(
+                env.servers.iter().flat_map(Server::pids).collect(),
+                env.server_core,
+            ),
             generator: CpuMeter::start(vec![std::process::id()], None),
+            machine: (
+                crate::procstat::machine_idle_seconds(),
+                crate::clock::now_ns(),
+            ),
         }
     }
 
@@ -159,6 +173,23 @@ impl Meters {
             server_wait: self.server.waiting(),
             gen: self.generator.cores(),
             gen_wait: self.generator.waiting(),
+            machine: self.machine_cores(),
+        }
+    }
+
+    /// The machine's busy cores since `start`: its CPUs less their idle
+    /// time.
+    fn machine_cores(&self) -> f64 {
+        let (Some((cpus, before)), Some((_, now))) =
+            (self.machine.0, crate::procstat::machine_idle_seconds())
+        else {
+            return 0.0;
+        };
+        let wall = (crate::clock::now_ns() - self.machine.1) as f64 / 1e9;
+        if wall <= 0.0 {
+            0.0
+        } else {
+            (cpus as f64 - (now - before) / wall).max(0.0)
         }
     }
 }
@@ -251,6 +282,7 @@ fn judge(
         us_per_item: per_item(cpu.server),
         with_softirq_us_per_item: per_item(cpu.server + cpu.softirq),
         gen_cores: cpu.gen,
+        machine_cores: cpu.machine,
         server_wait: cpu.server_wait,
         gen_wait: cpu.gen_wait,
         late_share,
@@ -265,19 +297,29 @@ fn judge(
     }
 }
 
-/// Publishes `plan` (its rate in messages/s) while `pool` receives, each
-/// message fanning out to `fanout` subscribers; waits for stragglers and
-/// judges the step by deliveries.
+/// The step number of `plans` (the first's; all share it) and their rate
+/// together, messages/s.
+fn step_and_rate(plans: &[Plan]) -> (u8, f64) {
+    (
+        plans.first().map_or(0, |p| p.step),
+        plans.iter().map(|p| p.rate).sum(),
+    )
+}
+
+/// Publishes `plans` at once (their rates in messages/s) while `pool`
+/// receives, each message fanning out to `fanout` subscribers; waits for
+/// stragglers and judges the step by deliveries.
 pub fn delivery_step(
     env: &StepEnv,
     pool: &Pool,
-    plan: &Plan,
+    plans: &[Plan],
     fanout: u64,
 ) -> Result<StepResult, publisher::PublishError> {
-    let s = plan.step as usize;
+    let (step, rate) = step_and_rate(plans);
+    let s = step as usize;
     let closed_before = pool.with_stats(|st: &Stats| st.closed);
     let meters = Meters::start(env);
-    let rep = publisher::run(plan)?;
+    let rep = publisher::run_all(plans)?;
     let cpu = meters.read();
     let expected = rep.scheduled * fanout;
     let mut last = (0u64, crate::clock::now_ns());
@@ -306,8 +348,8 @@ pub fn delivery_step(
     });
     Ok(judge(
         env,
-        plan.step,
-        plan.rate * fanout as f64,
+        step,
+        rate * fanout as f64,
         &rep,
         expected,
         completed,
@@ -318,16 +360,18 @@ pub fn delivery_step(
     ))
 }
 
-/// Runs `plan` and judges it by its HTTP answers (appends acknowledged).
-pub fn ack_step(env: &StepEnv, plan: &Plan) -> Result<StepResult, publisher::PublishError> {
+/// Runs `plans` at once and judges them by their HTTP answers (appends
+/// acknowledged).
+pub fn ack_step(env: &StepEnv, plans: &[Plan]) -> Result<StepResult, publisher::PublishError> {
+    let (step, rate) = step_and_rate(plans);
     let meters = Meters::start(env);
-    let rep = publisher::run(plan)?;
+    let rep = publisher::run_all(plans)?;
     let cpu = meters.read();
     let hist = rep.ack.clone();
     Ok(judge(
         env,
-        plan.step,
-        plan.rate,
+        step,
+        rate,
         &rep,
         rep.scheduled,
         rep.ok,
@@ -458,6 +502,7 @@ mod tests {
             us_per_item: 1.0,
             with_softirq_us_per_item: 1.0,
             gen_cores: 0.5,
+            machine_cores: 1.0,
             server_wait: 0.0,
             gen_wait: 0.0,
             late_share: 0.0,

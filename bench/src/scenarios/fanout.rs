@@ -213,7 +213,7 @@ pub fn measure(
     let pool = Pool::start(specs, ctx.workers(), 128)?;
     pool.wait_ready(Duration::from_secs(120))?;
     let env = StepEnv {
-        server,
+        servers: std::slice::from_ref(server),
         server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
@@ -236,7 +236,12 @@ pub fn measure(
         plan
     };
     let run_step = |step: u8, deliveries: f64| -> Result<StepResult, BenchError> {
-        let r = step::delivery_step(&env, &pool, &plan(step, deliveries), fanout)?;
+        let r = step::delivery_step(
+            &env,
+            &pool,
+            std::slice::from_ref(&plan(step, deliveries)),
+            fanout,
+        )?;
         eprintln!("  {label} step {step}: {}", r.line());
         if let Some(e) = &r.first_error {
             eprintln!("  {label} first error: {e}");
@@ -370,7 +375,7 @@ fn with_log(e: BenchError, server: &Server) -> BenchError {
 #[derive(Debug, Clone, Copy)]
 enum Contender {
     BubblePubb,
-    BubbleThreads(Store),
+    BubbleThreads(Store<'static>),
     /// nchan, labelled with this name (measured first and again last).
     Nchan(&'static str),
     Floor(FloorMode),

@@ -155,7 +155,7 @@ fn run_one(
         .map(|t| proto::http_append(server.addr, t, 64))
         .collect();
     let env = StepEnv {
-        server,
+        servers: std::slice::from_ref(server),
         server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
@@ -191,7 +191,7 @@ fn run_one(
                 step_no,
             );
             plan.duration = Duration::from_secs_f64(shape.step_secs);
-            let r = step::delivery_step(&env, &pool, &plan, fanout);
+            let r = step::delivery_step(&env, &pool, std::slice::from_ref(&plan), fanout);
             let paged = pagers.map(Pagers::stop).transpose();
             let r = r?;
             let paged = paged?.map(|s| s.summary());

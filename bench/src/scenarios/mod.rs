@@ -2,6 +2,7 @@
 
 pub mod appends;
 pub mod catchup;
+pub mod cluster;
 pub mod fanout;
 pub mod fanout_history;
 pub mod idle;

@@ -84,7 +84,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
         )
     };
     let env = StepEnv {
-        server,
+        servers: std::slice::from_ref(server),
         server_core: ctx.server_core,
         gen_cores: ctx.gen_cores,
         p99_bound_ms: 50.0,
@@ -107,7 +107,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
             if !ws {
                 plan.conns = http_appenders(ctx);
             }
-            let r = step::delivery_step(&env, &pool, &plan, fanout)?;
+            let r = step::delivery_step(&env, &pool, std::slice::from_ref(&plan), fanout)?;
             eprintln!("  thread-fanout {label} step {s}: {}", r.line());
             if let Some(e) = &r.first_error {
                 eprintln!("  first error: {e}");
