@@ -261,6 +261,9 @@ fn a_change_to_a_thread_nobody_follows_here_is_forgotten_not_read() {
     gossip(&mut a, &mut b, |_, _| true);
     assert_eq!(b.engine.metrics().store_reads, reads, "nothing was read");
     let appended = b.append(ADMIN, "t", run_started("b-2")).expect(201);
-    assert_eq!(appended.body["event"]["seq"], 5, "the next use reads it again");
+    assert_eq!(
+        appended.body["event"]["seq"], 5,
+        "the next use reads it again"
+    );
     assert_eq!(b.engine.metrics().write_conflicts, 0);
 }
