@@ -435,9 +435,13 @@ fn a_change_heard_from_another_engine_reads_the_thread_again() {
     );
     assert!(engine.poll_output().unwrap().is_undefined());
 
+    // Nobody follows t-1 here: the change evicts it, and its next use
+    // reads it again.
     engine
         .changed(NOW, "t-1", 1.0, "9223372036854775807")
         .unwrap();
+    assert!(engine.poll_output().unwrap().is_undefined());
+    create_request(&mut engine, "t-1");
     let read = next(&mut engine, "read");
     assert_eq!(text(&get(&read, "query"), "kind"), "thread");
     assert_eq!(text(&get(&read, "query"), "threadId"), "t-1");
