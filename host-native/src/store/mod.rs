@@ -162,6 +162,30 @@ pub struct Opened {
     pub probe: Probe,
 }
 
+/// `readers` read functions (at least one), each made by `make`.
+pub(crate) fn read_functions(
+    readers: usize,
+    mut make: impl FnMut() -> Result<ReadFn, StoreError>,
+) -> Result<Vec<ReadFn>, StoreError> {
+    (0..readers.max(1)).map(|_| make()).collect()
+}
+
+/// A backend whose reads are answered by reader threads.
+pub(crate) fn with_readers(
+    writer: Box<dyn Backend + Send>,
+    readers: Vec<ReadFn>,
+    probe: Probe,
+) -> Opened {
+    Opened {
+        engine: EngineStore {
+            writer,
+            readers,
+            inline_reads: None,
+        },
+        probe,
+    }
+}
+
 /// Opens the store named by `spec`, running migrations, with `readers`
 /// reader connections for SQLite and PostgreSQL.
 pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
@@ -179,20 +203,12 @@ pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
         }
         StoreSpec::Sqlite(path) => {
             let store = SqliteStore::open_exclusive(path)?;
-            let mut functions: Vec<ReadFn> = Vec::with_capacity(readers.max(1));
-            for _ in 0..readers.max(1) {
+            let functions = read_functions(readers, || {
                 let reader = store.reader()?;
-                functions.push(Box::new(move |query: &ReadQuery| reader.read(query)));
-            }
+                Ok(Box::new(move |query: &ReadQuery| reader.read(query)))
+            })?;
             let probe = Probe::Sqlite(Arc::new(Mutex::new(store.reader()?)));
-            Ok(Opened {
-                engine: EngineStore {
-                    writer: Box::new(store),
-                    readers: functions,
-                    inline_reads: None,
-                },
-                probe,
-            })
+            Ok(with_readers(Box::new(store), functions, probe))
         }
         StoreSpec::Postgres { url, schema } => Ok(postgres::open(url, schema, readers)?),
     }

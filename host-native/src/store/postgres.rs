@@ -33,7 +33,9 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Executor as _};
 
 use super::postgres_session::{connect_options, migrate_err, sql_err, sqlstate, Session};
-use super::{postgres_read, postgres_url, postgres_write, EngineStore, Opened, Probe, ReadFn};
+use super::{
+    postgres_read, postgres_url, postgres_write, read_functions, with_readers, Opened, Probe,
+};
 
 /// The schema's migrations, embedded at build time.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -263,20 +265,12 @@ async fn prepare(conn: &mut PgConnection, schema: &str) -> Result<(), StoreError
 pub(super) fn open(url: &str, schema: &str, readers: usize) -> Result<Opened, StoreError> {
     let opening = || {
         let store = PostgresStore::open(url, schema)?;
-        let mut functions: Vec<ReadFn> = Vec::with_capacity(readers.max(1));
-        for _ in 0..readers.max(1) {
+        let functions = read_functions(readers, || {
             let mut reader = store.reader()?;
-            functions.push(Box::new(move |query: &ReadQuery| reader.read(query)));
-        }
+            Ok(Box::new(move |query: &ReadQuery| reader.read(query)))
+        })?;
         let probe = Probe::Postgres(Arc::new(Mutex::new(store.reader()?)));
-        Ok(Opened {
-            engine: EngineStore {
-                writer: Box::new(store),
-                readers: functions,
-                inline_reads: None,
-            },
-            probe,
-        })
+        Ok(with_readers(Box::new(store), functions, probe))
     };
     std::thread::scope(|scope| match scope.spawn(opening).join() {
         Ok(opened) => opened,
