@@ -13,7 +13,7 @@
 //!
 //! [`Backend`]: bubble_core::store::Backend
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bubble_core::store::StoreError;
 use sqlx::migrate::MigrateError;
@@ -35,6 +35,11 @@ const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one call (a read, a whole commit) may take before the
 /// connection is given up.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A connection idle for longer than this is pinged before it is used: the
+/// database may have gone and come back meanwhile, and a dead connection
+/// would otherwise fail the first call made after the database returned.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// Connection options for `url` with every session's settings: tables
 /// resolve in `schema`, the timeouts above, and the application name
@@ -66,6 +71,8 @@ fn millis(d: Duration) -> String {
 pub(super) struct Session {
     /// Declared before the runtime: dropped first.
     conn: Option<PgConnection>,
+    /// When the connection last answered.
+    last_used: Instant,
     options: PgConnectOptions,
     /// `None` only while dropping.
     runtime: Option<Runtime>,
@@ -88,6 +95,7 @@ impl Session {
             .map_err(|e| StoreError::Failed(format!("starting a runtime: {e}")))?;
         Ok(Session {
             conn: None,
+            last_used: Instant::now(),
             options,
             runtime: Some(runtime),
         })
@@ -110,6 +118,7 @@ impl Session {
     ) -> Result<T, StoreError> {
         let Session {
             conn,
+            last_used,
             options,
             runtime,
         } = self;
@@ -118,6 +127,12 @@ impl Session {
         };
         runtime.block_on(async {
             let live = match conn.take() {
+                Some(mut live) if last_used.elapsed() > IDLE_CHECK => {
+                    match tokio::time::timeout(CONNECT_TIMEOUT, live.ping()).await {
+                        Ok(Ok(())) => live,
+                        _ => connect(options).await?,
+                    }
+                }
                 Some(live) => live,
                 None => connect(options).await?,
             };
@@ -131,6 +146,8 @@ impl Session {
             };
             if matches!(result, Err(StoreError::Unavailable(_))) {
                 *conn = None;
+            } else {
+                *last_used = Instant::now();
             }
             result
         })
