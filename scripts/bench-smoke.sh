@@ -5,11 +5,12 @@
 # cluster scenario needs PostgreSQL and Redis (those of the cluster tests:
 # BUBBLE_TEST_POSTGRES, BUBBLE_TEST_REDIS, scripts/setup-services.sh) and
 # fails when they do not answer.
-# Debug builds: the test command has built them already.
+# Debug builds, with the test command's feature set, so the binaries it has
+# built already are the ones run here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build -q -p bubble-server -p bubble-bench
+cargo build -q --workspace --features bubble-core/contract --bins
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
 timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results" \

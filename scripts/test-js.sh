@@ -17,7 +17,10 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p bubble-wasm --target wasm32-unknown-unknown
 
 echo "== native server for the parity checks"
-cargo build -q -p bubble-server --bin bubble
+# scripts/test.sh has built it (BUBBLE_BIN); on its own, this script builds it.
+if [ -z "${BUBBLE_BIN:-}" ]; then
+  cargo build -q -p bubble-server --bin bubble
+fi
 
 echo "== node --test (tests/js)"
 mkdir -p test-output

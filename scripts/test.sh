@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of the project, installing what the tests need first.
 # Usage: scripts/test.sh
+#
+# Everything native is compiled once, by one cargo invocation with one
+# feature set (the workspace with bubble-core/contract), and every later step
+# reuses those binaries: the black-box tests and the JavaScript tests run the
+# `bubble` binary it built (BUBBLE_BIN), the bench smoke its `bubble-bench`.
+# The wasm module is built once too (bindings-wasm/build.sh), checked for host
+# imports, and used by the JavaScript tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +16,11 @@ scripts/setup.sh
 echo "== format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --features bubble-core/contract -- -D warnings
+
+echo "== build once: every native binary and test binary"
+cargo test --workspace --features bubble-core/contract --no-run
+export BUBBLE_BIN="$(pwd)/${CARGO_TARGET_DIR:-target}/debug/bubble"
+test -x "$BUBBLE_BIN"
 
 echo "== core builds for wasm32 with no host imports"
 scripts/check-wasm-core.sh
