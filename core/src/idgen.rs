@@ -19,7 +19,7 @@ impl IdGen {
     pub(crate) fn hex32(&mut self) -> String {
         let mut bytes = [0u8; 16];
         self.0.fill_bytes(&mut bytes);
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        crate::hex::lower(&bytes)
     }
 
     /// A random (version 4) UUID in its hyphenated form.
@@ -28,15 +28,17 @@ impl IdGen {
         self.0.fill_bytes(&mut b);
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        let mut uuid = String::with_capacity(36);
+        for (i, group) in [&b[0..4], &b[4..6], &b[6..8], &b[8..10], &b[10..16]]
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 {
+                uuid.push('-');
+            }
+            crate::hex::push_lower(&mut uuid, group);
+        }
+        uuid
     }
 
     /// A fresh thread version token: 1..2^63, so that versions decided by
@@ -63,5 +65,7 @@ mod tests {
         assert_eq!(uuid, b.uuid_v4());
         assert_eq!(uuid.len(), 36);
         assert_eq!(&uuid[14..15], "4");
+        let hyphens: Vec<usize> = uuid.match_indices('-').map(|(i, _)| i).collect();
+        assert_eq!(hyphens, [8, 13, 18, 23]);
     }
 }

@@ -82,6 +82,7 @@ pub mod edge;
 mod engine;
 pub mod error;
 mod heartbeat;
+mod hex;
 pub mod http;
 mod idgen;
 pub mod ids;

@@ -145,15 +145,26 @@ fn authorize(reg: &Registry, app: AppIdx, body: &[u8]) -> HttpResponse {
     }
 }
 
+/// The `202` answer to a publication, built once per publish from a
+/// borrowed struct (no `Value` tree).
 fn accepted_body(accepted: &Accepted, duplicate: bool) -> HttpResponse {
-    let body = json!({
-        "success": true,
-        "accepted": true,
-        "channels": accepted.channels,
-        "publicationId": accepted.publication_id,
-        "duplicate": duplicate,
-    });
-    HttpResponse::json(202, body.to_string())
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Body<'a> {
+        success: bool,
+        accepted: bool,
+        channels: &'a [String],
+        publication_id: &'a str,
+        duplicate: bool,
+    }
+    let body = Body {
+        success: true,
+        accepted: true,
+        channels: &accepted.channels,
+        publication_id: &accepted.publication_id,
+        duplicate,
+    };
+    HttpResponse::json(202, serde_json::to_string(&body).unwrap_or_default())
 }
 
 /// Validates a publication and fans it out to the app's subscribers,

@@ -5,12 +5,19 @@
 //! object (SPEC §6). Published events arrive as `{channel, data}` with no
 //! `event`.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::io::{ChannelProtocol, SharedFrame};
 
 fn frame(value: &Value) -> SharedFrame {
     SharedFrame::from(value.to_string())
+}
+
+/// A frame of the hot path (one per publication and channel), serialized
+/// from a borrowed struct rather than through a `Value` tree.
+fn frame_of(value: &impl Serialize) -> SharedFrame {
+    SharedFrame::from(serde_json::to_string(value).unwrap_or_default())
 }
 
 /// `pubb:connection_established`, `data` = `{"socket_id","activity_timeout"}` as a string.
@@ -74,12 +81,25 @@ pub(crate) fn error(message: &str) -> SharedFrame {
 /// The delivery envelope `{"channel", "data"}`; `payload` is the serialized
 /// `{"name","data"}` string, built once per publication.
 pub(crate) fn delivery(channel: &str, payload: &str) -> SharedFrame {
-    frame(&json!({ "channel": channel, "data": payload }))
+    #[derive(Serialize)]
+    struct Delivery<'a> {
+        channel: &'a str,
+        data: &'a str,
+    }
+    frame_of(&Delivery {
+        channel,
+        data: payload,
+    })
 }
 
 /// The `{"name","data"}` payload of a publication, serialized once.
 pub(crate) fn payload(name: &str, data: &Value) -> String {
-    json!({ "name": name, "data": data }).to_string()
+    #[derive(Serialize)]
+    struct Payload<'a> {
+        name: &'a str,
+        data: &'a Value,
+    }
+    serde_json::to_string(&Payload { name, data }).unwrap_or_default()
 }
 
 #[cfg(test)]

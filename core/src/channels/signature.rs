@@ -16,7 +16,7 @@ pub fn sign(secret: &str, socket_id: &str, channel: &str, channel_data: Option<&
         mac.update(b":");
         mac.update(data.as_bytes());
     }
-    hex(&mac.finalize().into_bytes())
+    crate::hex::lower(&mac.finalize().into_bytes())
 }
 
 /// The `auth` string a client presents: `APP_KEY:signature`.
@@ -48,16 +48,6 @@ pub fn verify(
     sig_ok && given_key == key
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,7 +60,7 @@ mod tests {
         let mut mac = Hmac::<Sha256>::new_from_slice(b"key").unwrap();
         mac.update(b"The quick brown fox jumps over the lazy dog");
         assert_eq!(
-            hex(&mac.finalize().into_bytes()),
+            crate::hex::lower(&mac.finalize().into_bytes()),
             "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8"
         );
     }

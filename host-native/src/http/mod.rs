@@ -269,14 +269,14 @@ async fn static_file(host: &Host, req: Request) -> Response {
 /// One log line per request: method, path (never the query, which may
 /// carry `access_token`), status and duration.
 async fn log_request(req: Request, next: Next) -> Response {
-    if !tracing::enabled!(target: "bubble::http", tracing::Level::INFO) {
+    if !tracing::enabled!(target: "bubble::http", tracing::Level::DEBUG) {
         return next.run(req).await;
     }
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let response = next.run(req).await;
-    tracing::info!(
+    tracing::debug!(
         target: "bubble::http",
         %method,
         path,

@@ -96,14 +96,14 @@ pub(crate) async fn run(
         .await;
         return;
     }
-    tracing::info!(conn = conn.0, kind, "ws open");
+    tracing::debug!(conn = conn.0, kind, "ws open");
     let end = pump(&mut ws, &out, conn, &host, max_message).await;
     out.gone();
     // Ignored by the engine task when it closed the socket itself.
     let _ = host.inbox.send(Command::Closed { conn }).await;
     match &end {
-        End::Peer(code) => tracing::info!(conn = conn.0, kind, code = ?code, "ws closed by peer"),
-        End::Ours { code, .. } => tracing::info!(conn = conn.0, kind, code, "ws closed"),
+        End::Peer(code) => tracing::debug!(conn = conn.0, kind, code = ?code, "ws closed by peer"),
+        End::Ours { code, .. } => tracing::debug!(conn = conn.0, kind, code, "ws closed"),
         End::TooBig => tracing::info!(
             conn = conn.0,
             kind,

@@ -115,10 +115,15 @@ pub(crate) fn closed(thread: &ThreadId, reason: ErrorCode) -> Arc<str> {
 /// `{ type: 'thread.event', threadId, event }`, splicing the persisted
 /// event's JSON without re-serializing it.
 pub(crate) fn event(thread: &ThreadId, event_json: &str) -> Arc<str> {
-    let head = json!({ "type": "thread.event", "threadId": thread }).to_string();
-    let mut frame = String::with_capacity(head.len() + event_json.len() + 10);
-    frame.push_str(&head[..head.len() - 1]);
-    frame.push_str(",\"event\":");
+    // A thread id is `[A-Za-z0-9._:-]` only: nothing in it needs escaping.
+    const HEAD: &str = r#"{"type":"thread.event","threadId":""#;
+    const EVENT: &str = r#"","event":"#;
+    let thread = thread.as_str();
+    let mut frame =
+        String::with_capacity(HEAD.len() + thread.len() + EVENT.len() + event_json.len() + 1);
+    frame.push_str(HEAD);
+    frame.push_str(thread);
+    frame.push_str(EVENT);
     frame.push_str(event_json);
     frame.push('}');
     Arc::from(frame)
