@@ -57,4 +57,9 @@ pub struct ServeArgs {
     /// into the binary (for working on the page).
     #[arg(long, env = "BUBBLE_WWW", value_name = "DIR")]
     pub www: Option<PathBuf>,
+    /// Threads that write the sockets a fan-out queued to; 0: the engine's
+    /// own thread writes them [default: 0 below 4 cores, else a quarter of
+    /// the cores, at most 8].
+    #[arg(long, env = "BUBBLE_IO_THREADS", value_name = "N")]
+    pub io_threads: Option<usize>,
 }

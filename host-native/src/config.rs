@@ -29,6 +29,9 @@ pub struct Settings {
     pub dev: bool,
     /// This node's place in a cluster (`--broker redis://…`).
     pub cluster: Option<ClusterSettings>,
+    /// Threads that write the sockets a fan-out queued to; 0: the engine's
+    /// thread writes them; `None`: chosen from the machine's cores.
+    pub io_threads: Option<usize>,
 }
 
 /// A config that cannot be used.
@@ -78,6 +81,7 @@ struct FileConfig {
     node_id: Option<String>,
     ws_path: Option<String>,
     www: Option<PathBuf>,
+    io_threads: Option<usize>,
     #[serde(default)]
     admins: Vec<String>,
     #[serde(default)]
@@ -267,6 +271,7 @@ impl Settings {
             engine,
             dev,
             cluster,
+            io_threads: args.io_threads.or(file.io_threads),
         })
     }
 

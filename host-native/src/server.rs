@@ -61,7 +61,7 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
+async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), ServeError> {
     let opened = store::open(&settings.store, READ_CONNECTIONS).map_err(|e| match e {
         store::OpenError::Locked(e) => ServeError::StoreLocked(e),
         store::OpenError::Store(e) => ServeError::Store(e),
@@ -73,8 +73,15 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
         (c, Arc::new(crate::cluster::Health::default()))
     });
     let health = broker.as_ref().map(|(_, health)| health.clone());
-    let running = driver::spawn(home, settings.engine.clone(), opened.engine, stats, broker)
-        .map_err(io("starting the engine"))?;
+    let running = driver::spawn(
+        home,
+        io_threads,
+        settings.engine.clone(),
+        opened.engine,
+        stats,
+        broker,
+    )
+    .map_err(io("starting the engine"))?;
     if crate::cluster::deployment(&settings.store).is_some() {
         tokio::spawn(crate::cluster::check_periodically(running.inbox.clone()));
     }
@@ -102,7 +109,7 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
-    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, "listening");
+    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads, "listening");
     if settings.dev {
         eprintln!("{}", settings.dev_banner(&base));
     }
@@ -147,18 +154,32 @@ async fn serve(settings: Settings, home: Home) -> Result<(), ServeError> {
 /// more, the engine has its own thread and the sockets share the rest.
 pub fn run(settings: Settings) -> Result<(), ServeError> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let io_threads = settings
+        .io_threads
+        .unwrap_or_else(|| default_io_threads(cores));
     if cores == 1 {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(io("starting the runtime"))?;
-        tokio::task::LocalSet::new().block_on(&runtime, serve(settings, Home::Local))
+        tokio::task::LocalSet::new().block_on(&runtime, serve(settings, Home::Local, io_threads))
     } else {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(io("starting the runtime"))?;
-        runtime.block_on(serve(settings, Home::Thread))
+        runtime.block_on(serve(settings, Home::Thread, io_threads))
+    }
+}
+
+/// Writer threads when none are configured: on up to 3 cores the engine's
+/// thread writes its sockets itself (a hand-over per turn costs more than
+/// it frees there); above, a quarter of the cores write, at most 8.
+fn default_io_threads(cores: usize) -> usize {
+    if cores < 4 {
+        0
+    } else {
+        (cores / 4).min(8)
     }
 }
 

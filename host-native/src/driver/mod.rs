@@ -25,11 +25,13 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
+mod writers;
 
 use crate::cluster::{Broker, ClusterSettings, Health};
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
 use conn::{ConnHandle, Due, OutMsg, QueueError};
+use writers::Writers;
 
 /// Capacity of the engine's inbox; senders wait when it is full.
 pub(crate) const INBOX_CAPACITY: usize = 4096;
@@ -160,6 +162,9 @@ struct Driver {
     broker: Option<Broker>,
     /// Claims no broker could take, to report as unavailable.
     unclaimed: Vec<ClaimId>,
+    /// The threads that write the due sockets; `None`: the engine's
+    /// thread writes them itself.
+    writers: Option<Writers>,
 }
 
 /// Where the engine's reads are answered.
@@ -207,6 +212,7 @@ impl EngineJoin {
 /// (memory), the persistence worker and the reader threads.
 pub(crate) fn spawn(
     home: Home,
+    io_threads: usize,
     config: Config,
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
@@ -237,7 +243,12 @@ pub(crate) fn spawn(
     };
     let build = move || {
         let engine = Engine::new(config, seed);
-        Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats, broker))
+        let writers = match io_threads {
+            0 => None,
+            n => Some(Writers::start(n)?),
+        };
+        let driver = Driver::new(engine, persister, reads, stats, broker, writers);
+        Ok::<_, std::io::Error>(driver)
     };
     let engine = match home {
         Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(build()?.run(channels)))),
@@ -299,6 +310,7 @@ impl Driver {
         reads: Reads,
         stats: Arc<Stats>,
         broker: Option<Broker>,
+        writers: Option<Writers>,
     ) -> Driver {
         Driver {
             engine,
@@ -316,6 +328,7 @@ impl Driver {
             due: Vec::new(),
             broker,
             unclaimed: Vec::new(),
+            writers,
         }
     }
 
@@ -598,13 +611,22 @@ impl Driver {
         }
     }
 
-    /// Writes every socket queued to this turn: one system call each,
-    /// however many frames the turn queued for it.
+    /// Writes every socket queued to this turn, or hands them to the
+    /// writer threads: one system call each, however many frames the turn
+    /// queued for it.
     fn flush_sockets(&mut self) {
-        for conn in self.due.drain(..) {
-            if let Some(handle) = self.conns.get(&conn) {
-                handle.flush();
+        let due = self
+            .due
+            .drain(..)
+            .filter_map(|conn| Some((conn, self.conns.get(&conn)?)));
+        match &mut self.writers {
+            Some(writers) => {
+                for (conn, handle) in due {
+                    writers.stage(conn, handle);
+                }
+                writers.submit();
             }
+            None => due.for_each(|(_, handle)| handle.flush()),
         }
     }
 
