@@ -85,7 +85,9 @@ impl Conn {
 /// Every `/v1/ws` connection and, per thread, the connections subscribed.
 #[derive(Debug, Default)]
 pub(crate) struct Sockets {
-    pub(crate) conns: HashMap<ConnId, Conn>,
+    /// Looked up once per delivery, so hashed with a fast fixed hasher:
+    /// connection ids are the host's, never a client's.
+    pub(crate) conns: HashMap<ConnId, Conn, foldhash::fast::FixedState>,
     pub(crate) subscribers: HashMap<ThreadId, BTreeSet<ConnId>>,
 }
 
