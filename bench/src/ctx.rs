@@ -31,6 +31,10 @@ pub struct Ctx {
     pub common_rate: Option<f64>,
     /// CPU quota of the fan-out servers, in cores.
     pub server_cpu: Option<f64>,
+    /// The fan-out scenarios measure their fixed-rate steps only: no second
+    /// generator, no saturation search (a fixed amount of work, for
+    /// instruction counts).
+    pub fixed_only: bool,
     /// Pin Bubble after it started rather than from exec.
     pub pin_after_start: bool,
     /// Concurrent history pagers (fanout-with-history).

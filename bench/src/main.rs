@@ -105,6 +105,10 @@ struct Args {
     /// generator's (needs a writable cgroup `cpu` controller).
     #[arg(long)]
     server_cpu: Option<f64>,
+    /// Fan-out scenarios: measure the fixed-rate steps only (no second
+    /// generator, no saturation search).
+    #[arg(long)]
+    fixed_only: bool,
     /// Concurrent history pagers of fanout-with-history.
     #[arg(long, default_value_t = 4)]
     pagers: usize,
@@ -172,6 +176,7 @@ fn context(args: &Args) -> Ctx {
         pipeline: args.pipeline.max(1),
         common_rate: args.common_rate,
         server_cpu: args.server_cpu,
+        fixed_only: args.fixed_only,
         pin_after_start: args.pin_after_start,
         pagers: args.pagers.max(1),
         page_rate: Some(args.page_rate).filter(|r| *r > 0.0),

@@ -263,19 +263,23 @@ pub fn measure(
     // any quota (the bench pool's subscribers stay connected and idle: the
     // second generator publishes on channels of its own).
     let crosscheck = match load.crossgen_proto() {
-        Some(proto) => crosscheck(ctx, server, shape, proto)?,
-        None => Vec::new(),
+        Some(proto) if !ctx.fixed_only => crosscheck(ctx, server, shape, proto)?,
+        _ => Vec::new(),
     };
     if let Some(cores) = ctx.server_cpu {
         server.limit_cpu(cores)?;
     }
-    let steps = step::search(
-        last * shape.factor,
-        shape.factor,
-        shape.growth_steps,
-        shape.fixed_rates.len() as u8 + 1,
-        run_step,
-    )?;
+    let steps = if ctx.fixed_only {
+        Vec::new()
+    } else {
+        step::search(
+            last * shape.factor,
+            shape.factor,
+            shape.growth_steps,
+            shape.fixed_rates.len() as u8 + 1,
+            run_step,
+        )?
+    };
     let stats = pool.stop();
     if stats.delivered.iter().sum::<u64>() == 0 {
         return Err(BenchError::Check(format!(

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Counts Bubble's user-space instructions per delivery under callgrind
+# (valgrind): exact and repeatable whatever else the machine is doing,
+# unlike CPU time (which also holds the kernel's share, the same for every
+# server). Runs the fixed-rate step of `fanout-vs-nchan --fixed-only` at a
+# low rate (valgrind runs the server ~50× slower) with every `bubble` under
+# callgrind, twice: a short step and a long one. The difference between the
+# two runs is the cost of the extra deliveries alone (connection set-up,
+# subscriptions and start-up cancel out), split by component.
+# Usage: scripts/bench-callgrind.sh [RATE]   (default 3000 deliveries/s;
+# BUBBLE=path measures another `bubble` binary, e.g. an older build)
+# Writes bench/results/callgrind-fanout.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rate=${1:-3000}
+command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -q -p bubble-server -p bubble-bench
+bubble=${BUBBLE:-$(pwd)/$target/release/bubble}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Inclusive instructions of a function in `file`: the largest of the lines
+# naming it (callgrind lists a function once per file its code comes from).
+incl() {
+  grep -E "^ *[0-9,]+ \([ 0-9.]+%\)  [^ ]*:$2( |$)" "$1" |
+    awk 'BEGIN { m = 0 } { gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0 } END { print m }'
+}
+
+# One run with steps of $1 seconds: a line per Bubble server, in run order:
+# deliveries total engine queue http.
+measure() {
+  local dir=$work/run-$1
+  mkdir -p "$dir"
+  cat >"$dir/bubble" <<WRAP
+#!/bin/sh
+exec valgrind --tool=callgrind --callgrind-out-file=$dir/callgrind.out.%p $bubble "\$@"
+WRAP
+  chmod +x "$dir/bubble"
+  "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --bubble "$dir/bubble" \
+    --common-rate "$rate" --step-secs "$1" --results "$dir" >"$dir/bench.log" 2>&1 ||
+    { cat "$dir/bench.log" >&2; exit 1; }
+  for out in $(ls -tr "$dir"/callgrind.out.*); do
+    callgrind_annotate --inclusive=yes "$out" >"$dir/inclusive.txt" 2>/dev/null
+    callgrind_annotate --tree=caller "$out" >"$dir/callers.txt" 2>/dev/null
+    local f=$dir/inclusive.txt
+    echo "$(grep -m1 -E "=> .*ws::frame::encode_text \(" "$dir/callers.txt" |
+        sed -E 's/.*\(([0-9,]+)x\).*/\1/' | tr -d ,)" \
+      "$(grep -m1 "PROGRAM TOTALS" "$f" | awk '{gsub(",","",$1); print $1}')" \
+      "$(( $(incl "$f" 'bubble_core::engine::Engine::handle') + $(incl "$f" 'bubble_core::engine::Engine::poll_output') ))" \
+      "$(( $(incl "$f" 'bubble_server::driver::Driver::queue') + $(incl "$f" 'bubble_server::driver::Driver::flush_sockets') ))" \
+      "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
+  done
+}
+
+measure 5 >"$work/short.txt"
+measure 25 >"$work/long.txt"
+report=${REPORT:-bench/results/callgrind-fanout.txt}
+{
+  echo "# callgrind: Bubble's user-space instructions per delivery at $rate deliveries/s"
+  echo "# (scripts/bench-callgrind.sh $rate; $(date -u +%FT%TZ); $bubble)"
+  echo "# the 25 s step's count less the 5 s step's, over the deliveries between them"
+  paste -d' ' "$work/short.txt" "$work/long.txt" | awk '
+    BEGIN { split("bubble-pubb bubble-threads-memory bubble-threads-sqlite", name, " ") }
+    { d = $6 - $1
+      printf "%-22s %7d deliveries: %5.0f instructions each = engine %4.0f + queue and send %4.0f + HTTP %4.0f + rest (runtime, sockets, allocation) %4.0f\n",
+        name[NR], d, ($7 - $2) / d, ($8 - $3) / d, ($9 - $4) / d, ($10 - $5) / d,
+        (($7 - $2) - ($8 - $3) - ($9 - $4) - ($10 - $5)) / d }'
+} | tee "$report"
