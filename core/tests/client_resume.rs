@@ -2,8 +2,10 @@
 //! in-process over one memory store: random appends, frames delivered late
 //! and in bursts, connections dropped with frames still in flight, failed
 //! connection attempts, HTTP answers lost after the append was made or
-//! requests lost before, token refreshes, and engine restarts over the
-//! same store. Once the network heals, every subscriber has seen each event
+//! requests lost before, token refreshes, store reads failing for a while
+//! (backlog replays end with `subscription_closed{internal}` and the
+//! client subscribes again; appends answered `500` are retried), and
+//! engine restarts over the same store. Once the network heals, every subscriber has seen each event
 //! of its threads exactly once, in order, equal to the stored events, and
 //! every append landed exactly once and was acknowledged once with the
 //! stored event.
@@ -14,6 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bubble_core::client::{AppendId, Client, ClientConfig, ClientInput, ClientOutput};
 use bubble_core::http::Method;
+use bubble_core::store::ReadQuery;
 use bubble_core::{ConnId, Input, Millis, ThreadId};
 use common::*;
 use proptest::prelude::*;
@@ -83,6 +86,14 @@ struct World {
     h: Harness,
     peers: Vec<Peer>,
     next_append: u64,
+    failing_reads: bool,
+}
+
+fn event_and_key_reads(query: &ReadQuery) -> bool {
+    matches!(
+        query,
+        ReadQuery::Events { .. } | ReadQuery::Idempotent { .. }
+    )
 }
 
 impl World {
@@ -115,6 +126,7 @@ impl World {
             h,
             peers,
             next_append: 1,
+            failing_reads: false,
         };
         world.sync();
         world
@@ -196,10 +208,15 @@ impl World {
                     panic!("an append was rejected: {error:?}")
                 }
                 ClientOutput::ThreadError { thread, error } => {
-                    panic!("error on {thread}: {error:?}")
+                    assert_eq!(error.code, "internal", "error on {thread}: {error:?}");
                 }
-                ClientOutput::SubscriptionClosed { thread, reason, .. } => {
-                    panic!("subscription to {thread} closed: {reason}")
+                ClientOutput::SubscriptionClosed {
+                    thread,
+                    reason,
+                    resubscribing,
+                } => {
+                    assert!(resubscribing, "subscription to {thread} ended: {reason}");
+                    assert_eq!(reason, "internal");
                 }
                 ClientOutput::ConnectionError { error } => panic!("connection error: {error:?}"),
                 ClientOutput::State(_)
@@ -335,6 +352,13 @@ impl World {
         }
         let store = std::mem::take(&mut self.h.store);
         self.h = Harness::over(config(), store, now);
+        self.fail_reads(self.failing_reads);
+    }
+
+    fn fail_reads(&mut self, on: bool) {
+        self.failing_reads = on;
+        self.h
+            .fail_reads(on.then_some(event_and_key_reads as fn(&ReadQuery) -> bool));
     }
 
     fn advance(&mut self, ms: u64) {
@@ -352,6 +376,7 @@ impl World {
 
     /// Heals the network and runs until every client is idle.
     fn settle(&mut self) {
+        self.fail_reads(false);
         for _ in 0..500 {
             self.sync();
             let busy = self.peers.iter().any(|p| {
@@ -448,6 +473,9 @@ enum Step {
         peer: usize,
     },
     Restart,
+    FailReads {
+        on: bool,
+    },
     Advance {
         ms: u64,
     },
@@ -464,6 +492,7 @@ fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(peer, lost_before, lost_after)| Step::Http { peer, lost_before, lost_after }),
         1 => peer.prop_map(|peer| Step::Token { peer }),
         1 => Just(Step::Restart),
+        1 => prop::bool::weighted(0.4).prop_map(|on| Step::FailReads { on }),
         2 => (1..40_000u64).prop_map(|ms| Step::Advance { ms }),
     ]
 }
@@ -483,6 +512,7 @@ fn run(seed: u64, steps: &[Step]) {
             } => world.http(peer, lost_before, lost_after),
             Step::Token { peer } => world.answer_token(peer),
             Step::Restart => world.restart(),
+            Step::FailReads { on } => world.fail_reads(on),
             Step::Advance { ms } => world.advance(ms),
         }
         world.sync();
@@ -541,7 +571,20 @@ fn a_scripted_run_through_every_fault() {
             lost_after: false,
         },
         Restart,
+        FailReads { on: true },
+        Drop { peer: 2 },
         Append { peer: 2, thread: 1 },
+        Advance { ms: 60_000 },
+        Open {
+            peer: 2,
+            fail: false,
+        },
+        Http {
+            peer: 2,
+            lost_before: false,
+            lost_after: false,
+        },
+        FailReads { on: false },
         Advance { ms: 60_000 },
     ];
     run(11, &steps);
