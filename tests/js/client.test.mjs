@@ -134,8 +134,8 @@ describe('the JavaScript client against the native server on SQLite', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function client() {
-    const connection = await connect(proxy.url, { token: TOKENS.alice, WebSocket, backoff: { baseMs: 20, capMs: 200 } });
+  async function client(options = {}) {
+    const connection = await connect(proxy.url, { token: TOKENS.alice, WebSocket, backoff: { baseMs: 20, capMs: 200 }, ...options });
     const states = [];
     connection.on('state', (change) => states.push(change.state));
     return { connection, states };
@@ -147,7 +147,12 @@ describe('the JavaScript client against the native server on SQLite', () => {
 
   test('a connection cut mid-stream resumes: every event once, in order', async () => {
     await thread('cut-1');
-    const { connection, states } = await client();
+    let refreshes = 0;
+    const getToken = async () => {
+      refreshes += 1;
+      return TOKENS.alice;
+    };
+    const { connection, states } = await client({ getToken });
     const seen = [];
     const subscription = connection.thread('cut-1').subscribe({ fromSeq: 1 }, (event) => seen.push(event));
     await subscription.caughtUp;
@@ -164,6 +169,8 @@ describe('the JavaScript client against the native server on SQLite', () => {
     assert.deepEqual(seen, await history(server.url, 'cut-1'));
     assert.ok(states.includes('reconnecting'), `states: ${states}`);
     assert.equal(connection.state, 'open');
+    // A fresh token was asked for before each reconnection.
+    assert.equal(refreshes, states.filter((s) => s === 'reconnecting').length);
     connection.close();
     assert.equal(connection.state, 'closed');
   });
