@@ -565,3 +565,6 @@ impl Client {
         self.emit(ClientOutput::State(ConnectionState::Closed));
     }
 }
+
+#[cfg(test)]
+mod tests;
