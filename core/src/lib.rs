@@ -74,6 +74,7 @@
 
 pub mod auth;
 pub mod channels;
+pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod config;
