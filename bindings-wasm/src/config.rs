@@ -68,6 +68,7 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
                 key: a.key,
                 secret: a.secret,
                 max_connections: a.max_connections,
+                client_events: false,
             })
             .collect(),
         limits: c.limits,

@@ -73,6 +73,11 @@ fn route_object(endpoint: Endpoint) -> JsValue {
         Endpoint::ThreadsSocket { token } => {
             js::object(&[kind("threadsSocket"), ("token", null_or(token))])
         }
+        Endpoint::ChannelsSocket(upgrade)
+            if upgrade.protocol == bubble_core::ChannelProtocol::Pusher =>
+        {
+            route_object(Endpoint::Answer(bubble_core::edge::not_found()))
+        }
         Endpoint::ChannelsSocket(upgrade) => js::object(&[
             kind("channelsSocket"),
             ("appKey", null_or(upgrade.app_key)),

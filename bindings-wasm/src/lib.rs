@@ -207,6 +207,7 @@ impl WasmEngine {
             } else {
                 ChannelProtocol::Legacy
             },
+            version: None,
         };
         match self.inner.channel_handshake(&upgrade) {
             Ok(accepted) => js::object(&[("accepted", edge::ChannelHandshake(accepted).into())]),

@@ -43,6 +43,9 @@ pub struct AppConfig {
     pub secret: String,
     /// Maximum concurrent sockets (`None`: unlimited).
     pub max_connections: Option<usize>,
+    /// Pusher sockets may send `client-` events on the private and presence
+    /// channels they are subscribed to.
+    pub client_events: bool,
 }
 
 /// Per-connection and per-request limits. Every host reads them from its

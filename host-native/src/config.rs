@@ -118,6 +118,8 @@ struct FileApp {
     key: String,
     secret: String,
     max_connections: Option<usize>,
+    #[serde(default)]
+    client_events: bool,
 }
 
 /// The dev config's bearer tokens: `(token, principal)`.
@@ -149,6 +151,7 @@ fn dev_file() -> FileConfig {
             key: DEV_APP.1.to_owned(),
             secret: DEV_APP.2.to_owned(),
             max_connections: None,
+            client_events: false,
         }],
         ..FileConfig::default()
     }
@@ -249,6 +252,7 @@ impl Settings {
                     key: a.key.clone(),
                     secret: a.secret.clone(),
                     max_connections: a.max_connections,
+                    client_events: a.client_events,
                 })
                 .collect(),
             limits,

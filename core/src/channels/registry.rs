@@ -5,7 +5,7 @@
 //! here; a presence channel's members are kept while it has members on any
 //! node of the cluster (so a socket subscribing later sees them all).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::config::AppConfig;
 use crate::ids::ConnId;
@@ -14,6 +14,7 @@ use crate::io::ChannelProtocol;
 use super::presence::{Arrival, Departure, Identity, Presence};
 use super::publish::{Claims, IdempotencyKeys};
 use super::ratelimit::CommandRate;
+use super::wire::Codec;
 
 /// An index into [`Registry::apps`].
 pub(crate) type AppIdx = usize;
@@ -21,8 +22,9 @@ pub(crate) type AppIdx = usize;
 /// One channel's subscribers on this node.
 #[derive(Debug, Default)]
 pub(crate) struct Channel {
-    /// Subscribed sockets, ordered so fan-out is deterministic.
-    pub(crate) subscribers: BTreeSet<ConnId>,
+    /// Subscribed sockets with their wire format, ordered so fan-out is
+    /// deterministic.
+    pub(crate) subscribers: BTreeMap<ConnId, Codec>,
 }
 
 /// A configured app and its live state.
@@ -49,7 +51,7 @@ impl App {
     }
 }
 
-/// One open pubb socket.
+/// One open channel socket (pubb or Pusher).
 #[derive(Debug)]
 pub(crate) struct Socket {
     /// Its app.
@@ -62,6 +64,8 @@ pub(crate) struct Socket {
     pub(crate) channels: BTreeMap<String, Option<String>>,
     /// Its recent commands.
     pub(crate) rate: CommandRate,
+    /// Its recent client events (Pusher sockets).
+    pub(crate) client_rate: CommandRate,
     /// A close was requested; further messages are ignored.
     pub(crate) closing: bool,
 }
@@ -75,7 +79,7 @@ pub(crate) enum Joined {
     Presence(Arrival),
 }
 
-/// Every app and every open pubb socket.
+/// Every app and every open channel socket.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     /// Apps in config order.
@@ -117,12 +121,13 @@ impl Registry {
         self.by_id.get(id).copied()
     }
 
-    /// Adds `conn` to `channel`, as a member for presence channels.
+    /// Adds `conn`, which reads `codec`, to `channel`, as a member for
+    /// presence channels.
     pub(crate) fn join(
         &mut self,
         app: AppIdx,
         channel: &str,
-        conn: ConnId,
+        (conn, codec): (ConnId, Codec),
         identity: Option<&Identity>,
     ) -> Joined {
         let state = &mut self.apps[app];
@@ -131,7 +136,7 @@ impl Registry {
             .entry(channel.to_owned())
             .or_default()
             .subscribers
-            .insert(conn);
+            .insert(conn, codec);
         match identity {
             Some(identity) => Joined::Presence(
                 state
@@ -182,6 +187,7 @@ mod tests {
             key: format!("key-{n}"),
             secret: format!("secret-{n}"),
             max_connections: None,
+            client_events: false,
         };
         Registry::new(&[app(1), app(2)])
     }
@@ -204,7 +210,7 @@ mod tests {
     #[test]
     fn apps_are_isolated() {
         let mut r = registry();
-        r.join(0, "news", ConnId(1), None);
+        r.join(0, "news", (ConnId(1), Codec::Pubb), None);
         assert!(r.apps[0].channels.contains_key("news"));
         assert!(!r.apps[1].channels.contains_key("news"));
     }
@@ -218,15 +224,15 @@ mod tests {
             first_here: true,
             new_member: true,
         });
-        assert_eq!(r.join(0, ch, a1, Some(&user("a"))), first);
+        assert_eq!(r.join(0, ch, (a1, Codec::Pubb), Some(&user("a"))), first);
         assert_eq!(
-            r.join(0, ch, a2, Some(&user("a"))),
+            r.join(0, ch, (a2, Codec::Pubb), Some(&user("a"))),
             Joined::Presence(Arrival {
                 first_here: false,
                 new_member: false
             })
         );
-        assert_eq!(r.join(0, ch, b, Some(&user("b"))), first);
+        assert_eq!(r.join(0, ch, (b, Codec::Pubb), Some(&user("b"))), first);
         assert_eq!(r.apps[0].presence.get(ch).map(Presence::count), Some(2));
         let gone = Some(Departure {
             last_here: true,

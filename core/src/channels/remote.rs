@@ -9,8 +9,8 @@ use crate::cluster::{ClusterMessage, PresenceEntry};
 use crate::ctx::Ctx;
 
 use super::fanout;
-use super::frames;
 use super::registry::{AppIdx, Registry};
+use super::wire::MemberEvent;
 
 /// Applies one message from `node`.
 pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
@@ -139,8 +139,12 @@ fn joined(
     let state = &mut reg.apps[app];
     let presence = state.presence.entry(channel.to_owned()).or_default();
     if presence.join_remote(node, user, info) {
-        let added = frames::member_added(channel, user, presence.info(user));
-        fanout::send(state, cx, channel, &added, None);
+        let info = presence.info(user).cloned();
+        let added = MemberEvent::Added {
+            user_id: user,
+            info: info.as_ref(),
+        };
+        fanout::member(state, cx, channel, added, None);
     }
 }
 
@@ -154,7 +158,12 @@ fn left(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, channel: &str, node: 
         state.presence.remove(channel);
     }
     if gone {
-        let removed = frames::member_removed(channel, user);
-        fanout::send(state, cx, channel, &removed, None);
+        fanout::member(
+            state,
+            cx,
+            channel,
+            MemberEvent::Removed { user_id: user },
+            None,
+        );
     }
 }

@@ -48,7 +48,8 @@ pub fn verify(
     sig_ok && given_key == key
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hexadecimal of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -30,6 +30,7 @@ fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
         key: format!("key-{n}"),
         secret: format!("secret-{n}"),
         max_connections,
+        client_events: true,
     }
 }
 
@@ -149,6 +150,7 @@ fn upgrade(app_key: Option<&str>, protocol: ChannelProtocol) -> ChannelsUpgrade 
     ChannelsUpgrade {
         app_key: app_key.map(str::to_owned),
         protocol,
+        version: (protocol == ChannelProtocol::Pusher).then(|| "7".to_owned()),
     }
 }
 
