@@ -1,0 +1,332 @@
+// Pusher compatibility with unmodified libraries from npm: pusher-js 8 and
+// Laravel Echo 2 as clients of `/app/:key`, the `pusher` server library
+// against the signed `/apps/:id/…` API, and a small Node endpoint that
+// authorizes private and presence subscriptions with `authorizeChannel`.
+
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+
+import Echo from 'laravel-echo';
+import PusherServer from 'pusher';
+import Pusher from 'pusher-js';
+import WebSocket from 'ws';
+
+import { APP, startNative } from './lib/native.mjs';
+
+const CONFIG = { apps: [{ ...APP, client_events: true }] };
+/** Long enough for a loaded machine; a test only waits this long when it fails. */
+const WAIT_MS = 10000;
+
+let server;
+let port;
+let backend;
+let authServer;
+let authUrl;
+const clients = [];
+
+/** `promise`, or a failure naming `what` if it does not settle in time. */
+function within(promise, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The app's backend, as the `pusher` library reaches it. */
+function serverLibrary(secret = APP.secret) {
+  return new PusherServer({ appId: APP.id, key: APP.key, secret, host: '127.0.0.1', port: String(port), useTLS: false });
+}
+
+/** The authorization endpoint: signs with the `pusher` library's `authorizeChannel`. */
+function startAuthEndpoint() {
+  const http = createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const { socket_id: socketId, channel_name: channel, user } = JSON.parse(body);
+    const presence = channel.startsWith('presence-') ? { user_id: user, user_info: { name: user.toUpperCase() } } : undefined;
+    const auth = backend.authorizeChannel(socketId, channel, presence);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(auth));
+  });
+  return new Promise((resolve) => {
+    http.listen(0, '127.0.0.1', () => resolve(http));
+  });
+}
+
+/** pusher-js's `channelAuthorization.customHandler`, posting to the endpoint as `user`. */
+function authorizeAs(user) {
+  return ({ socketId, channelName }, callback) => {
+    fetch(authUrl, { method: 'POST', body: JSON.stringify({ socket_id: socketId, channel_name: channelName, user }) })
+      .then((res) => res.json())
+      .then((auth) => callback(null, auth), (err) => callback(err, null));
+  };
+}
+
+/** The options every Pusher client here uses (those of the README). */
+function clientOptions(user) {
+  return {
+    wsHost: '127.0.0.1',
+    wsPort: port,
+    forceTLS: false,
+    enabledTransports: ['ws'],
+    cluster: 'mt1',
+    disableStats: true,
+    channelAuthorization: { customHandler: authorizeAs(user) },
+  };
+}
+
+/** A connected pusher-js client. */
+async function connect(user = 'anon', options = clientOptions(user)) {
+  const client = new Pusher(APP.key, options);
+  clients.push(client);
+  if (client.connection.state !== 'connected') {
+    await within(new Promise((resolve) => client.connection.bind('connected', resolve)), `${user} to connect`);
+  }
+  return client;
+}
+
+/** Subscribes `client` to `name` and waits for the acknowledgement. */
+async function subscribe(client, name) {
+  const channel = client.subscribe(name);
+  await within(new Promise((resolve) => channel.bind('pusher:subscription_succeeded', resolve)), `${name} subscribed`);
+  return channel;
+}
+
+/** The next `event` on `channel`: `[data, metadata]`. */
+function next(channel, event) {
+  return within(
+    new Promise((resolve) => {
+      const handler = (data, metadata) => {
+        channel.unbind(event, handler);
+        resolve([data, metadata]);
+      };
+      channel.bind(event, handler);
+    }),
+    `${event} on ${channel.name}`,
+  );
+}
+
+before(async () => {
+  server = await startNative(CONFIG);
+  port = Number(new URL(server.url).port);
+  backend = serverLibrary();
+  authServer = await startAuthEndpoint();
+  authUrl = `http://127.0.0.1:${authServer.address().port}/auth`;
+});
+
+after(async () => {
+  for (const client of clients) client.disconnect();
+  authServer?.close();
+  authServer?.closeAllConnections();
+  await server?.stop();
+});
+
+describe('pusher-js', () => {
+  test('connects with a Pusher socket id', async () => {
+    const client = await connect();
+    assert.match(client.connection.socket_id, /^\d+\.\d+$/);
+  });
+
+  test('receives trigger and triggerBatch on a public channel, without the excluded socket', async () => {
+    const [a, b] = [await connect(), await connect()];
+    const [onA, onB] = [await subscribe(a, 'news'), await subscribe(b, 'news')];
+    const gotA = next(onA, 'created');
+    const gotB = next(onB, 'created');
+    await backend.trigger('news', 'created', { id: 1 }, { socket_id: a.connection.socket_id });
+    assert.deepEqual((await gotB)[0], { id: 1 });
+    await backend.trigger(['news', 'other'], 'created', { id: 2 });
+    assert.deepEqual((await gotA)[0], { id: 2 }, 'the excluded socket heard only the second event');
+    const batchA = next(onA, 'batched');
+    await backend.triggerBatch([
+      { channel: 'news', name: 'batched', data: JSON.stringify({ n: 1 }) },
+      { channel: 'nobody-here', name: 'batched', data: '{}' },
+    ]);
+    assert.deepEqual((await batchA)[0], { n: 1 });
+  });
+
+  test('subscribes to a private channel through the authorization endpoint', async () => {
+    const client = await connect('alice');
+    const channel = await subscribe(client, 'private-orders');
+    const got = next(channel, 'paid');
+    await backend.trigger('private-orders', 'paid', { order: 7 });
+    assert.deepEqual((await got)[0], { order: 7 });
+  });
+
+  test('a wrong signature is a subscription error with status 401', async () => {
+    const forged = (params, callback) => callback(null, { auth: `${APP.key}:${'0'.repeat(64)}` });
+    const client = await connect('mallory', { ...clientOptions('mallory'), channelAuthorization: { customHandler: forged } });
+    const channel = client.subscribe('private-forged');
+    const [error] = await next(channel, 'pusher:subscription_error');
+    assert.equal(error.type, 'AuthError');
+    assert.equal(error.status, 401);
+  });
+
+  test('presence: members, member_added and member_removed', async () => {
+    const alice = await connect('alice');
+    const room = await subscribe(alice, 'presence-room');
+    assert.equal(room.members.count, 1);
+    assert.equal(room.members.me.id, 'alice');
+    assert.deepEqual(room.members.me.info, { name: 'ALICE' });
+    const added = next(room, 'pusher:member_added');
+    const bob = await connect('bob');
+    const bobRoom = await subscribe(bob, 'presence-room');
+    assert.equal(bobRoom.members.count, 2);
+    assert.deepEqual(bobRoom.members.get('alice').info, { name: 'ALICE' });
+    const [member] = await added;
+    assert.equal(member.id, 'bob');
+    assert.deepEqual(member.info, { name: 'BOB' });
+    const removed = next(room, 'pusher:member_removed');
+    bob.disconnect();
+    assert.equal((await removed)[0].id, 'bob');
+    assert.equal(room.members.count, 1);
+  });
+
+  test('client events reach the other subscribers, never the sender', async () => {
+    const alice = await connect('alice');
+    const bob = await connect('bob');
+    const [chatA, chatB] = [await subscribe(alice, 'private-chat'), await subscribe(bob, 'private-chat')];
+    const toBob = next(chatB, 'client-typing');
+    const toAlice = next(chatA, 'client-typing');
+    assert.equal(chatA.trigger('client-typing', { from: 'alice' }), true);
+    assert.deepEqual((await toBob)[0], { from: 'alice' });
+    chatB.trigger('client-typing', { from: 'bob' });
+    assert.deepEqual((await toAlice)[0], { from: 'bob' }, 'alice heard bob, not her own event');
+    const [roomA, roomB] = [await subscribe(alice, 'presence-chat'), await subscribe(bob, 'presence-chat')];
+    const wave = next(roomB, 'client-wave');
+    roomA.trigger('client-wave', 'hi');
+    const [data, metadata] = await wave;
+    assert.equal(data, 'hi');
+    assert.equal(metadata.user_id, 'alice');
+  });
+
+  test('reconnects after the server closes its socket, and resubscribes', async () => {
+    const client = await connect('carol');
+    const channel = await subscribe(client, 'private-resume');
+    const before = client.connection.socket_id;
+    const reconnected = within(new Promise((resolve) => client.connection.bind('connected', resolve)), 'reconnection');
+    // A client message over the 16 KiB limit: the server closes the socket (1009).
+    client.send_event('client-big', 'x'.repeat(20 * 1024), 'private-resume');
+    await reconnected;
+    assert.notEqual(client.connection.socket_id, before);
+    await within(new Promise((resolve) => channel.bind('pusher:subscription_succeeded', resolve)), 'resubscription');
+    const got = next(channel, 'back');
+    await backend.trigger('private-resume', 'back', { ok: true });
+    assert.deepEqual((await got)[0], { ok: true });
+  });
+
+  test('an unknown key is refused with 4001', async () => {
+    const client = new Pusher('no-such-key', clientOptions('anon'));
+    clients.push(client);
+    const error = await within(new Promise((resolve) => client.connection.bind('error', resolve)), 'pusher:error');
+    assert.equal((error.error ?? error).data.code, 4001, 'refused before connecting');
+  });
+});
+
+describe('both wire formats share the channels', () => {
+  test('a pubb publication reaches pusher-js, a Pusher trigger reaches /socket', async () => {
+    const client = await connect();
+    const channel = await subscribe(client, 'shared');
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket?appKey=${APP.key}&protocol=2`);
+    const frames = [];
+    const waiters = [];
+    ws.on('message', (raw) => {
+      frames.push(JSON.parse(raw));
+      waiters.splice(0).forEach((wake) => wake());
+    });
+    const frame = (match, what) =>
+      within(
+        new Promise((resolve) => {
+          const look = () => {
+            const found = frames.find(match);
+            if (found) resolve(found);
+            else waiters.push(look);
+          };
+          look();
+        }),
+        what,
+      );
+    await frame((f) => f.event === 'pubb:connection_established', 'pubb connection');
+    ws.send(JSON.stringify({ action: 'subscribe', channel: 'shared' }));
+    await frame((f) => f.event === 'pubb:subscription_succeeded', 'pubb subscription');
+    const fromPubb = next(channel, 'pubb.event');
+    const res = await fetch(`http://127.0.0.1:${port}/api/apps/${APP.id}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${APP.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ channel: 'shared', name: 'pubb.event', data: { n: 1 } }),
+    });
+    assert.equal(res.status, 202);
+    assert.deepEqual((await fromPubb)[0], { n: 1 });
+    await backend.trigger('shared', 'pusher.event', { n: 2 });
+    const delivered = await frame((f) => f.channel === 'shared' && !f.event && JSON.parse(f.data).name === 'pusher.event', 'pubb delivery');
+    assert.deepEqual(JSON.parse(delivered.data), { name: 'pusher.event', data: JSON.stringify({ n: 2 }) });
+    ws.close();
+    await once(ws, 'close');
+  });
+});
+
+describe('the pusher server library', () => {
+  test('get: channels, one channel and its users', async () => {
+    const [erin, frank] = [await connect('erin'), await connect('frank')];
+    await subscribe(erin, 'presence-lobby');
+    await subscribe(frank, 'presence-lobby');
+    const list = await (await backend.get({ path: '/channels', params: { filter_by_prefix: 'presence-lobby', info: 'user_count' } })).json();
+    assert.deepEqual(list, { channels: { 'presence-lobby': { user_count: 2 } } });
+    const one = await (await backend.get({ path: '/channels/presence-lobby', params: { info: 'user_count,subscription_count' } })).json();
+    assert.deepEqual(one, { occupied: true, user_count: 2, subscription_count: 2 });
+    const users = await (await backend.get({ path: '/channels/presence-lobby/users' })).json();
+    assert.deepEqual(users, { users: [{ id: 'erin' }, { id: 'frank' }] });
+    const empty = await (await backend.get({ path: '/channels/nobody' })).json();
+    assert.deepEqual(empty, { occupied: false });
+  });
+
+  test('a bad secret is refused with 401', async () => {
+    await assert.rejects(serverLibrary('wrong-secret').trigger('news', 'x', {}), (err) => {
+      assert.equal(err.status, 401);
+      assert.match(err.body, /^Invalid signature/);
+      return true;
+    });
+    const ok = await backend.trigger('news', 'x', {});
+    assert.equal(ok.status, 200);
+  });
+});
+
+describe('laravel-echo over pusher-js', () => {
+  test('channel().listen, private().listen, join().here/joining/leaving', async () => {
+    const echo = (user) =>
+      new Echo({ broadcaster: 'pusher', key: APP.key, Pusher, ...clientOptions(user) });
+    const grace = echo('grace');
+    clients.push(grace.connector.pusher);
+    const heard = (channel, event) => within(new Promise((resolve) => channel.listen(event, resolve)), event);
+    const subscribed = (channel) => within(new Promise((resolve) => channel.subscribed(resolve)), 'subscribed');
+
+    const orders = grace.channel('orders');
+    await subscribed(orders);
+    const shipped = heard(orders, '.order.shipped');
+    await backend.trigger('orders', 'order.shipped', { id: 42 });
+    assert.deepEqual(await shipped, { id: 42 });
+
+    const inbox = grace.private('inbox');
+    await subscribed(inbox);
+    const message = heard(inbox, '.message');
+    await backend.trigger('private-inbox', 'message', { text: 'hi' });
+    assert.deepEqual(await message, { text: 'hi' });
+
+    const here = new Promise((resolve) => {
+      grace.join('team').here(resolve);
+    });
+    assert.deepEqual(await within(here, 'here'), [{ name: 'GRACE' }]);
+    const team = grace.join('team');
+    const joining = within(new Promise((resolve) => team.joining(resolve)), 'joining');
+    const leaving = within(new Promise((resolve) => team.leaving(resolve)), 'leaving');
+    const heidi = echo('heidi');
+    clients.push(heidi.connector.pusher);
+    await within(new Promise((resolve) => heidi.join('team').here(resolve)), 'heidi here');
+    assert.deepEqual(await joining, { name: 'HEIDI' });
+    heidi.disconnect();
+    assert.deepEqual(await leaving, { name: 'HEIDI' });
+    grace.disconnect();
+  });
+});
