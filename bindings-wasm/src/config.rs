@@ -69,6 +69,7 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
                 secret: a.secret,
                 max_connections: a.max_connections,
                 client_events: false,
+                webhooks: Vec::new(),
             })
             .collect(),
         limits: c.limits,

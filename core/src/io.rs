@@ -315,6 +315,21 @@ pub enum Output {
         /// How long the key is held.
         ttl_ms: u64,
     },
+    /// POST a signed Pusher webhook batch to `url`, with `X-Pusher-Key: key`
+    /// and `X-Pusher-Signature: signature` (HMAC-SHA256 of `body` with the
+    /// app secret, lowercase hex). Retry until the endpoint answers 2xx,
+    /// keeping the order of the batches of one `url`; never hold up anything
+    /// else for it.
+    Webhook {
+        /// The endpoint.
+        url: String,
+        /// The app key (`X-Pusher-Key`).
+        key: String,
+        /// The body's signature (`X-Pusher-Signature`).
+        signature: String,
+        /// `{"time_ms": …, "events": [...]}`.
+        body: String,
+    },
     /// Report [`Input::Drained`] for `conn` once what was sent to it so far
     /// has been written (flow control for backlog replay).
     WantDrained {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use bubble_core::edge::{Edge, DEFAULT_WS_PATH};
-use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId};
+use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId, WebhookConfig};
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
@@ -120,6 +120,15 @@ struct FileApp {
     max_connections: Option<usize>,
     #[serde(default)]
     client_events: bool,
+    #[serde(default)]
+    webhooks: Vec<FileWebhook>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWebhook {
+    url: String,
+    event_types: Vec<String>,
 }
 
 /// The dev config's bearer tokens: `(token, principal)`.
@@ -152,6 +161,7 @@ fn dev_file() -> FileConfig {
             secret: DEV_APP.2.to_owned(),
             max_connections: None,
             client_events: false,
+            webhooks: Vec::new(),
         }],
         ..FileConfig::default()
     }
@@ -253,6 +263,14 @@ impl Settings {
                     secret: a.secret.clone(),
                     max_connections: a.max_connections,
                     client_events: a.client_events,
+                    webhooks: a
+                        .webhooks
+                        .iter()
+                        .map(|w| WebhookConfig {
+                            url: w.url.clone(),
+                            event_types: w.event_types.clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             limits,

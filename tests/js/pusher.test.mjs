@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import Echo from 'laravel-echo';
@@ -66,10 +67,10 @@ function authorizeAs(user) {
 }
 
 /** The options every Pusher client here uses (those of the README). */
-function clientOptions(user) {
+function clientOptions(user, wsPort = port) {
   return {
     wsHost: '127.0.0.1',
-    wsPort: port,
+    wsPort,
     forceTLS: false,
     enabledTransports: ['ws'],
     cluster: 'mt1',
@@ -78,7 +79,7 @@ function clientOptions(user) {
   };
 }
 
-/** A connected pusher-js client. */
+/** A connected pusher-js client (of the main server unless `options` say otherwise). */
 async function connect(user = 'anon', options = clientOptions(user)) {
   const client = new Pusher(APP.key, options);
   clients.push(client);
@@ -328,5 +329,107 @@ describe('laravel-echo over pusher-js', () => {
     heidi.disconnect();
     assert.deepEqual(await leaving, { name: 'HEIDI' });
     grace.disconnect();
+  });
+});
+
+/** A webhook endpoint: verifies each POST with the `pusher` library's `webhook()`. */
+function webhookEndpoint() {
+  const received = [];
+  const invalid = [];
+  const waiters = [];
+  const http = createServer(async (req, res) => {
+    let rawBody = '';
+    for await (const chunk of req) rawBody += chunk;
+    const hook = backend.webhook({ headers: req.headers, rawBody });
+    if (hook.isValid()) received.push(...hook.getEvents());
+    else invalid.push(rawBody);
+    res.end();
+    waiters.splice(0).forEach((wake) => wake());
+  });
+  /** Resolves once `count` events arrived. */
+  const events = (count, what) =>
+    within(
+      new Promise((resolve) => {
+        const look = () => (received.length >= count ? resolve(received.slice(0, count)) : waiters.push(look));
+        look();
+      }),
+      what,
+    );
+  return { http, received, invalid, events };
+}
+
+/** A port nothing listens on (yet). */
+async function freePort() {
+  const probe = createNetServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port: free } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return free;
+}
+
+describe('webhooks', () => {
+  test('signed batches in order; an endpoint that is down blocks nothing and gets its events once back', async () => {
+    const up = webhookEndpoint();
+    await new Promise((resolve) => up.http.listen(0, '127.0.0.1', resolve));
+    const down = webhookEndpoint();
+    const downPort = await freePort();
+    const hooked = await startNative({
+      apps: [
+        {
+          ...APP,
+          client_events: true,
+          webhooks: [
+            {
+              url: `http://127.0.0.1:${up.http.address().port}/hooks`,
+              event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event'],
+            },
+            { url: `http://127.0.0.1:${downPort}/hooks`, event_types: ['channel_occupied', 'channel_vacated'] },
+          ],
+        },
+      ],
+    });
+    try {
+      const hookPort = Number(new URL(hooked.url).port);
+      const ivan = await connect('ivan', clientOptions('ivan', hookPort));
+      const judy = await connect('judy', clientOptions('judy', hookPort));
+      const ivanRoom = await subscribe(ivan, 'presence-hooks');
+      const judyRoom = await subscribe(judy, 'presence-hooks');
+      // Delivery goes on while one endpoint is down.
+      const nudge = next(judyRoom, 'client-nudge');
+      ivanRoom.trigger('client-nudge', { n: 1 });
+      assert.deepEqual((await nudge)[0], { n: 1 });
+      judy.disconnect();
+      ivan.disconnect();
+      const events = await up.events(7, 'the webhook events');
+      assert.deepEqual(
+        events.map((e) => [e.name, e.channel, e.user_id ?? null]),
+        [
+          ['channel_occupied', 'presence-hooks', null],
+          ['member_added', 'presence-hooks', 'ivan'],
+          ['member_added', 'presence-hooks', 'judy'],
+          ['client_event', 'presence-hooks', 'ivan'],
+          ['member_removed', 'presence-hooks', 'judy'],
+          ['member_removed', 'presence-hooks', 'ivan'],
+          ['channel_vacated', 'presence-hooks', null],
+        ],
+      );
+      assert.equal(events[3].event, 'client-nudge');
+      assert.equal(JSON.parse(events[3].data).n, 1);
+      assert.deepEqual(up.invalid, []);
+
+      await new Promise((resolve) => down.http.listen(downPort, '127.0.0.1', resolve));
+      const late = await down.events(2, 'the events of the endpoint that was down');
+      assert.deepEqual(
+        late.map((e) => e.name),
+        ['channel_occupied', 'channel_vacated'],
+      );
+      assert.deepEqual(down.invalid, []);
+    } finally {
+      up.http.close();
+      up.http.closeAllConnections();
+      down.http.close();
+      down.http.closeAllConnections();
+      await hooked.stop();
+    }
   });
 });

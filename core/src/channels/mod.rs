@@ -130,11 +130,13 @@ impl Channels {
     /// A client message.
     pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         socket::frame(&mut self.registry, cx, conn, frame);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// The socket closed: leave every channel (presence removal included).
     pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         socket::closed(&mut self.registry, cx, conn);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// An `/api/apps/:appId/…` request.

@@ -13,6 +13,7 @@ use crate::io::ChannelProtocol;
 
 use super::presence::{Arrival, Departure, Identity, Presence};
 use super::publish::{Claims, IdempotencyKeys};
+use super::pusher::webhooks::WebhookEvent;
 use super::ratelimit::CommandRate;
 use super::wire::Codec;
 
@@ -90,6 +91,8 @@ pub(crate) struct Registry {
     pub(crate) sockets: HashMap<ConnId, Socket>,
     /// Keyed publications waiting for their cluster-wide claims.
     pub(crate) claims: Claims,
+    /// Webhook events of the input being handled.
+    pub(crate) webhooks: Vec<(AppIdx, WebhookEvent)>,
 }
 
 impl Registry {
@@ -188,6 +191,7 @@ mod tests {
             secret: format!("secret-{n}"),
             max_connections: None,
             client_events: false,
+            webhooks: Vec::new(),
         };
         Registry::new(&[app(1), app(2)])
     }

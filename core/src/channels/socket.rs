@@ -14,6 +14,7 @@ use super::fanout;
 use super::names::{is_valid_subscription_name, ChannelKind};
 use super::presence::Identity;
 use super::pusher;
+use super::pusher::webhooks::{self, WebhookEvent};
 use super::ratelimit::CommandRate;
 use super::registry::{AppIdx, Joined, Registry, Socket};
 use super::signature;
@@ -256,6 +257,10 @@ pub(crate) fn subscribe(
         );
     }
     cx.metrics.channel_subscriptions += 1;
+    if !reg.apps[app].channels.contains_key(channel) {
+        let channel = channel.to_owned();
+        webhooks::note(reg, app, WebhookEvent::Occupied { channel });
+    }
     match reg.join(app, channel, (conn, Codec::of(protocol)), identity.as_ref()) {
         Joined::Plain => {
             cx.out.push_unfenced(Output::Send {
@@ -274,6 +279,11 @@ pub(crate) fn subscribe(
             };
             let info = presence.info(&identity.user_id).cloned();
             if arrival.new_member {
+                let event = WebhookEvent::MemberAdded {
+                    channel: channel.to_owned(),
+                    user_id: identity.user_id.clone(),
+                };
+                webhooks::note(reg, app, event);
                 let added = MemberEvent::Added {
                     user_id: &identity.user_id,
                     info: info.as_ref(),
@@ -318,12 +328,27 @@ fn leave(
     user: Option<&str>,
 ) {
     cx.metrics.channel_subscriptions = cx.metrics.channel_subscriptions.saturating_sub(1);
-    let (Some(departure), Some(user)) = (reg.leave(app, channel, conn, user), user) else {
+    let departure = reg.leave(app, channel, conn, user);
+    let vacated = !reg.apps[app].channels.contains_key(channel);
+    let (Some(departure), Some(user)) = (departure, user) else {
+        if vacated {
+            let channel = channel.to_owned();
+            webhooks::note(reg, app, WebhookEvent::Vacated { channel });
+        }
         return;
     };
     if departure.gone {
+        let event = WebhookEvent::MemberRemoved {
+            channel: channel.to_owned(),
+            user_id: user.to_owned(),
+        };
+        webhooks::note(reg, app, event);
         let removed = MemberEvent::Removed { user_id: user };
         fanout::member(&reg.apps[app], cx, channel, removed, None);
+    }
+    if vacated {
+        let channel = channel.to_owned();
+        webhooks::note(reg, app, WebhookEvent::Vacated { channel });
     }
     if departure.last_here {
         fanout::announce(

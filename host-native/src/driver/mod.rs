@@ -26,6 +26,8 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
 
+use crate::webhooks::Webhooks;
+
 use crate::cluster::{Broker, ClusterSettings, Health};
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
@@ -158,6 +160,8 @@ struct Driver {
     due: Vec<ConnId>,
     /// The link to the other nodes, in cluster mode.
     broker: Option<Broker>,
+    /// Pusher webhook delivery.
+    webhooks: Webhooks,
     /// Claims no broker could take, to report as unavailable.
     unclaimed: Vec<ClaimId>,
 }
@@ -235,9 +239,12 @@ pub(crate) fn spawn(
         done: done_rx,
         reads: read_rx,
     };
+    let webhooks = Webhooks::new(tokio::runtime::Handle::current());
     let build = move || {
         let engine = Engine::new(config, seed);
-        Ok::<_, std::io::Error>(Driver::new(engine, persister, reads, stats, broker))
+        Ok::<_, std::io::Error>(Driver::new(
+            engine, persister, reads, stats, broker, webhooks,
+        ))
     };
     let engine = match home {
         Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(build()?.run(channels)))),
@@ -299,6 +306,7 @@ impl Driver {
         reads: Reads,
         stats: Arc<Stats>,
         broker: Option<Broker>,
+        webhooks: Webhooks,
     ) -> Driver {
         Driver {
             engine,
@@ -315,6 +323,7 @@ impl Driver {
             answered: Vec::new(),
             due: Vec::new(),
             broker,
+            webhooks,
             unclaimed: Vec::new(),
         }
     }
@@ -591,6 +600,12 @@ impl Driver {
                 Some(broker) => broker.claim(claim, app_id, key, value, ttl_ms),
                 None => self.unclaimed.push(claim),
             },
+            Output::Webhook {
+                url,
+                key,
+                signature,
+                body,
+            } => self.webhooks.send(url, key, signature, body),
             Output::Read { read, query } => match &self.reads {
                 Reads::Inline(store) => self.answered.push((read, store.read(&query))),
                 Reads::Pool(pool) => pool.submit(read, query),

@@ -37,6 +37,7 @@ export function toToml(config) {
         for (const item of v) {
           lines.push('', `[[${name}]]`);
           scalars(item);
+          tables(item, name);
         }
       } else if (v && typeof v === 'object' && !Array.isArray(v)) {
         lines.push('', `[${name}]`);

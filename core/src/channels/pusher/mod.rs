@@ -28,6 +28,7 @@ pub(crate) mod frames;
 pub(crate) mod http;
 mod signing;
 mod socket;
+pub(crate) mod webhooks;
 
 use crate::ctx::Ctx;
 use crate::ids::ConnId;

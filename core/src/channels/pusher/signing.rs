@@ -139,6 +139,7 @@ mod tests {
             secret: "7ad3773142a6692b25b8".into(),
             max_connections: None,
             client_events: false,
+            webhooks: Vec::new(),
         }
     }
 

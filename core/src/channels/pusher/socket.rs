@@ -10,6 +10,7 @@ use crate::io::Output;
 use super::commands::{self, Command};
 use super::error::PusherError;
 use super::frames;
+use super::webhooks::{self, WebhookEvent};
 use crate::channels::fanout;
 use crate::channels::frames as pubb_frames;
 use crate::channels::names::ChannelKind;
@@ -94,7 +95,16 @@ fn client_event(
         return Err(PusherError::ClientEventRate);
     }
     let payload = pubb_frames::client_payload(name, data, user.as_deref());
+    let event = WebhookEvent::ClientEvent {
+        channel: channel.to_owned(),
+        event: name.to_owned(),
+        data: data.clone(),
+        socket_id: socket.socket_id.clone(),
+        user_id: user.clone(),
+    };
     let socket_id = Some(socket.socket_id.clone());
+    let app_idx = socket.app;
     fanout::publish(app, cx, vec![channel.to_owned()], payload, socket_id);
+    webhooks::note(reg, app_idx, event);
     Ok(())
 }

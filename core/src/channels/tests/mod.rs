@@ -31,6 +31,7 @@ fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
         secret: format!("secret-{n}"),
         max_connections,
         client_events: true,
+        webhooks: Vec::new(),
     }
 }
 
