@@ -4,6 +4,7 @@
 // authorizes private and presence subscriptions with `authorizeChannel`.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
@@ -430,6 +431,69 @@ describe('webhooks', () => {
       down.http.close();
       down.http.closeAllConnections();
       await hooked.stop();
+    }
+  });
+});
+
+/** Polls `fetch` until `done` holds for its answer. */
+async function until(fetch, done, what) {
+  return within(
+    (async () => {
+      for (;;) {
+        const answer = await fetch();
+        if (done(answer)) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })(),
+    what,
+  );
+}
+
+describe('cluster', () => {
+  test('pusher-js clients on two nodes hear each other\'s presence and client events', async () => {
+    const postgres = process.env.BUBBLE_TEST_POSTGRES ?? 'postgres://postgres:postgres@127.0.0.1:5432/test';
+    const redis = process.env.BUBBLE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
+    const schema = `bubble_js_${process.pid}_${Date.now().toString(36)}`;
+    const node = (id) =>
+      startNative(CONFIG, {
+        store: `${postgres}?schema=${schema}`,
+        args: ['--node-id', id, '--broker', redis, '--broker-prefix', `bubble-test:${schema}`],
+      });
+    const nodes = [];
+    try {
+      nodes.push(await node('node-1'));
+      nodes.push(await node('node-2'));
+      const [port1, port2] = nodes.map((n) => Number(new URL(n.url).port));
+      const api = (p) => new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(p), useTLS: false });
+      const users = async (p) => (await (await api(p).get({ path: '/channels/presence-cluster/users' })).json()).users.map((u) => u.id);
+
+      const alice = await connect('alice', clientOptions('alice', port1));
+      const aliceRoom = await subscribe(alice, 'presence-cluster');
+      await until(() => users(port2), (ids) => ids.includes('alice'), 'node-2 to hear of alice');
+
+      const joined = next(aliceRoom, 'pusher:member_added');
+      const bob = await connect('bob', clientOptions('bob', port2));
+      const bobRoom = await subscribe(bob, 'presence-cluster');
+      assert.deepEqual(bobRoom.members.get('alice')?.info, { name: 'ALICE' }, 'bob sees alice in his snapshot');
+      assert.equal((await joined)[0].id, 'bob');
+      await until(() => users(port1), (ids) => ids.includes('bob'), 'node-1 to hear of bob');
+
+      const toBob = next(bobRoom, 'client-hello');
+      aliceRoom.trigger('client-hello', { from: 'alice' });
+      const [data, metadata] = await toBob;
+      assert.deepEqual(data, { from: 'alice' });
+      assert.equal(metadata.user_id, 'alice');
+      const toAlice = next(aliceRoom, 'client-hello');
+      bobRoom.trigger('client-hello', { from: 'bob' });
+      assert.deepEqual((await toAlice)[0], { from: 'bob' });
+
+      const left = next(aliceRoom, 'pusher:member_removed');
+      bob.disconnect();
+      assert.equal((await left)[0].id, 'bob');
+      alice.disconnect();
+    } finally {
+      for (const n of nodes) await n.stop();
+      execFileSync('psql', [postgres, '-qtAX', '-c', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore' });
     }
   });
 });

@@ -51,14 +51,18 @@ export function toToml(config) {
   return `${lines.join('\n')}\n`;
 }
 
-/** `bubble serve` on an ephemeral port with an in-memory store (and its built-in page at `/`). */
-export async function startNative(config = CONFIG) {
+/**
+ * `bubble serve` on an ephemeral port (and its built-in page at `/`), with
+ * an in-memory store unless `store` names another; `args` are added to the
+ * command line (a cluster node's `--node-id`, `--broker`…).
+ */
+export async function startNative(config = CONFIG, { store = 'memory', args: extra = [] } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
   const binary = process.env.BUBBLE_BIN ?? join(resolve(REPO, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/bubble');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
-  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', 'memory'];
+  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', store, ...extra];
   const child = spawn(binary, args, {
     cwd: dir,
     env,
