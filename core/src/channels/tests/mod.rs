@@ -13,6 +13,7 @@ use super::signature::auth_string;
 mod arbitrary_frames;
 mod cluster;
 mod presence_model;
+mod pusher;
 
 struct Harness {
     engine: Engine,
