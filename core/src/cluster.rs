@@ -69,6 +69,14 @@ pub enum ClusterMessage {
         /// The user.
         user_id: String,
     },
+    /// The app's backend asked (Pusher's `terminate_connections`) to close
+    /// every socket of `user_id`, wherever it is connected.
+    TerminateUser {
+        /// The app's id.
+        app_id: String,
+        /// The user.
+        user_id: String,
+    },
     /// `node` stopped (it no longer refreshes its liveness): every presence
     /// member it held is gone from it.
     NodeGone {

@@ -51,6 +51,11 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
                 left(reg, cx, app, &channel, node, &user_id);
             }
         }
+        ClusterMessage::TerminateUser { app_id, user_id } => {
+            if let Some(app) = reg.app_by_id(&app_id) {
+                super::pusher::http::terminate_here(reg, cx, app, &user_id);
+            }
+        }
         ClusterMessage::NodeGone { node: gone } => {
             for app in 0..reg.apps.len() {
                 for (channel, node, user) in remote_members(reg, app) {

@@ -14,6 +14,7 @@ use crate::channels::fanout;
 use crate::channels::frames as pubb_frames;
 use crate::channels::names::ChannelKind;
 use crate::channels::registry::{App, AppIdx, Registry};
+use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::edge::Query;
 use crate::http::{HttpRequest, HttpResponse, Method};
@@ -134,7 +135,15 @@ pub(crate) fn handle(
         Route::Channel(name) => channel(&reg.apps[app], &name, &query),
         Route::Users(name) => users(&reg.apps[app], &name),
         Route::Terminate(user) => {
-            terminate(reg, cx, app, &user);
+            terminate_here(reg, cx, app, &user);
+            let app_id = reg.apps[app].config.id.clone();
+            fanout::announce(
+                cx,
+                ClusterMessage::TerminateUser {
+                    app_id,
+                    user_id: user,
+                },
+            );
             ok(&json!({}))
         }
     }
@@ -237,9 +246,10 @@ fn users(app: &App, name: &str) -> HttpResponse {
     ok(&json!({ "users": users }))
 }
 
-/// Closes every socket here that is a presence member as `user`, with
-/// `pusher:error` 4009 on Pusher sockets and close 1008 on pubb sockets.
-fn terminate(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, user: &str) {
+/// Closes every socket on this node that is a presence member as `user`,
+/// with `pusher:error` 4009 on Pusher sockets and close 1008 on pubb
+/// sockets (the other nodes of a cluster hear of it and do the same).
+pub(crate) fn terminate_here(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, user: &str) {
     let mut conns: Vec<_> = reg
         .sockets
         .iter()
