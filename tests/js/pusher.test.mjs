@@ -497,3 +497,27 @@ describe('cluster', () => {
     }
   });
 });
+
+describe('the worker host (the engine in wasm)', () => {
+  test('pusher-js and the pusher library work against it too', async () => {
+    const { startWorker } = await import('./lib/hosts.mjs');
+    const worker = await startWorker(CONFIG);
+    try {
+      const workerPort = Number(new URL(worker.url).port);
+      const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(workerPort), useTLS: false });
+      const [kim, leo] = [await connect('kim', clientOptions('kim', workerPort)), await connect('leo', clientOptions('leo', workerPort))];
+      const [kimRoom, leoRoom] = [await subscribe(kim, 'presence-wasm'), await subscribe(leo, 'presence-wasm')];
+      assert.equal(leoRoom.members.count, 2);
+      const news = next(kimRoom, 'news');
+      await api.trigger('presence-wasm', 'news', { n: 1 });
+      assert.deepEqual((await news)[0], { n: 1 });
+      const hello = next(leoRoom, 'client-hello');
+      kimRoom.trigger('client-hello', 'hi');
+      assert.equal((await hello)[0], 'hi');
+      kim.disconnect();
+      leo.disconnect();
+    } finally {
+      await worker.stop();
+    }
+  });
+});
