@@ -373,6 +373,10 @@ mod tests {
             key = "k"
             secret = "x"
             max_connections = 3
+            client_events = true
+            [[apps.webhooks]]
+            url = "http://127.0.0.1:9/hooks"
+            event_types = ["member_added"]
             [limits]
             max_event_bytes = 10
             [heartbeat]
@@ -393,6 +397,14 @@ mod tests {
             Limits::default().max_subscriptions
         );
         assert_eq!(s.engine.heartbeat.ping_interval_ms, 5);
+        assert!(s.engine.apps[0].client_events);
+        assert_eq!(
+            s.engine.apps[0].webhooks,
+            [WebhookConfig {
+                url: "http://127.0.0.1:9/hooks".into(),
+                event_types: vec!["member_added".into()],
+            }]
+        );
         assert_eq!(s.engine.auth.jwt_secret.as_deref(), Some("s"));
         assert_eq!(s.engine.apps[0].max_connections, Some(3));
     }
