@@ -399,7 +399,9 @@ describe('webhooks', () => {
       const nudge = next(judyRoom, 'client-nudge');
       ivanRoom.trigger('client-nudge', { n: 1 });
       assert.deepEqual((await nudge)[0], { n: 1 });
+      const judyGone = next(ivanRoom, 'pusher:member_removed');
       judy.disconnect();
+      await judyGone;
       ivan.disconnect();
       const events = await up.events(7, 'the webhook events');
       assert.deepEqual(
@@ -450,12 +452,28 @@ async function until(fetch, done, what) {
 }
 
 describe('cluster', () => {
-  test('pusher-js clients on two nodes hear each other\'s presence and client events', async () => {
+  test('pusher-js clients on two nodes hear each other\'s presence and client events; webhooks once', async () => {
     const postgres = process.env.BUBBLE_TEST_POSTGRES ?? 'postgres://postgres:postgres@127.0.0.1:5432/test';
     const redis = process.env.BUBBLE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
     const schema = `bubble_js_${process.pid}_${Date.now().toString(36)}`;
+    const hooks = webhookEndpoint();
+    await new Promise((resolve) => hooks.http.listen(0, '127.0.0.1', resolve));
+    const hooked = {
+      apps: [
+        {
+          ...APP,
+          client_events: true,
+          webhooks: [
+            {
+              url: `http://127.0.0.1:${hooks.http.address().port}/hooks`,
+              event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event'],
+            },
+          ],
+        },
+      ],
+    };
     const node = (id) =>
-      startNative(CONFIG, {
+      startNative(hooked, {
         store: `${postgres}?schema=${schema}`,
         args: ['--node-id', id, '--broker', redis, '--broker-prefix', `bubble-test:${schema}`],
       });
@@ -491,7 +509,26 @@ describe('cluster', () => {
       bob.disconnect();
       assert.equal((await left)[0].id, 'bob');
       alice.disconnect();
+
+      // Every webhook event once for the whole cluster.
+      const events = await hooks.events(8, 'the cluster\'s webhook events');
+      assert.deepEqual(
+        events.map((e) => `${e.name} ${e.user_id ?? ''}`).sort(),
+        [
+          'channel_occupied ',
+          'channel_vacated ',
+          'client_event alice',
+          'client_event bob',
+          'member_added alice',
+          'member_added bob',
+          'member_removed alice',
+          'member_removed bob',
+        ],
+      );
+      assert.deepEqual(hooks.invalid, []);
     } finally {
+      hooks.http.close();
+      hooks.http.closeAllConnections();
       for (const n of nodes) await n.stop();
       execFileSync('psql', [postgres, '-qtAX', '-c', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore' });
     }

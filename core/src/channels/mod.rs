@@ -159,6 +159,7 @@ impl Channels {
     /// Another node said something about channels.
     pub(crate) fn remote(&mut self, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
         remote::message(&mut self.registry, cx, node, message);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// The other nodes' presence members, as the broker holds them.

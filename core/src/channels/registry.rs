@@ -5,7 +5,7 @@
 //! here; a presence channel's members are kept while it has members on any
 //! node of the cluster (so a socket subscribing later sees them all).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::config::AppConfig;
 use crate::ids::ConnId;
@@ -41,6 +41,13 @@ pub(crate) struct App {
     pub(crate) sockets_by_id: HashMap<String, ConnId>,
     /// Publish keys within their retention window.
     pub(crate) idempotency: IdempotencyKeys,
+    /// Channels other nodes hold subscribers of, with those nodes (kept for
+    /// apps with webhooks only).
+    pub(crate) remote_occupied: BTreeMap<String, BTreeSet<String>>,
+    /// Channels this node's subscribers left while another node held them:
+    /// this node reports `channel_vacated` if the last of those nodes
+    /// leaves without reporting it (they left at the same time).
+    pub(crate) pending_vacated: BTreeSet<String>,
 }
 
 impl App {
@@ -109,6 +116,8 @@ impl Registry {
                 presence: BTreeMap::new(),
                 sockets_by_id: HashMap::new(),
                 idempotency: IdempotencyKeys::default(),
+                remote_occupied: BTreeMap::new(),
+                pending_vacated: BTreeSet::new(),
             });
         }
         registry

@@ -9,6 +9,7 @@ use crate::cluster::{ClusterMessage, PresenceEntry};
 use crate::ctx::Ctx;
 
 use super::fanout;
+use super::pusher::webhooks;
 use super::registry::{AppIdx, Registry};
 use super::wire::MemberEvent;
 
@@ -51,12 +52,34 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
                 left(reg, cx, app, &channel, node, &user_id);
             }
         }
+        ClusterMessage::ChannelOccupancy {
+            app_id,
+            channel,
+            occupied,
+            reported,
+        } => {
+            if let Some(app) = reg.app_by_id(&app_id) {
+                let change = (occupied, reported);
+                webhooks::remote_occupancy(reg, app, node, &channel, change);
+            }
+        }
         ClusterMessage::TerminateUser { app_id, user_id } => {
             if let Some(app) = reg.app_by_id(&app_id) {
                 super::pusher::http::terminate_here(reg, cx, app, &user_id);
             }
         }
         ClusterMessage::NodeGone { node: gone } => {
+            for app in 0..reg.apps.len() {
+                let held: Vec<String> = reg.apps[app]
+                    .remote_occupied
+                    .iter()
+                    .filter(|(_, nodes)| nodes.contains(&gone))
+                    .map(|(channel, _)| channel.clone())
+                    .collect();
+                for channel in held {
+                    webhooks::remote_occupancy(reg, app, &gone, &channel, (false, false));
+                }
+            }
             for app in 0..reg.apps.len() {
                 for (channel, node, user) in remote_members(reg, app) {
                     if node == gone {

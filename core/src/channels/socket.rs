@@ -258,8 +258,7 @@ pub(crate) fn subscribe(
     }
     cx.metrics.channel_subscriptions += 1;
     if !reg.apps[app].channels.contains_key(channel) {
-        let channel = channel.to_owned();
-        webhooks::note(reg, app, WebhookEvent::Occupied { channel });
+        webhooks::occupancy(reg, cx, app, channel, true);
     }
     match reg.join(app, channel, (conn, Codec::of(protocol)), identity.as_ref()) {
         Joined::Plain => {
@@ -332,8 +331,7 @@ fn leave(
     let vacated = !reg.apps[app].channels.contains_key(channel);
     let (Some(departure), Some(user)) = (departure, user) else {
         if vacated {
-            let channel = channel.to_owned();
-            webhooks::note(reg, app, WebhookEvent::Vacated { channel });
+            webhooks::occupancy(reg, cx, app, channel, false);
         }
         return;
     };
@@ -347,8 +345,7 @@ fn leave(
         fanout::member(&reg.apps[app], cx, channel, removed, None);
     }
     if vacated {
-        let channel = channel.to_owned();
-        webhooks::note(reg, app, WebhookEvent::Vacated { channel });
+        webhooks::occupancy(reg, cx, app, channel, false);
     }
     if departure.last_here {
         fanout::announce(

@@ -5,14 +5,18 @@
 //! A batch is `{"time_ms", "events": [...]}` with the events of one input
 //! (a socket closing on five channels makes one batch), signed with
 //! HMAC-SHA256 of the body keyed with the app secret. In a cluster each
-//! node reports what its own sockets did: `member_added`/`member_removed`
-//! are sent once (by the node where the user became or stopped being a
-//! member anywhere), `channel_occupied`/`channel_vacated` follow this
-//! node's subscribers.
+//! event is reported by one node: `member_added`/`member_removed` by the
+//! node where the user became or stopped being a member anywhere,
+//! `client_event` by the sender's, `channel_occupied`/`channel_vacated` by
+//! the node whose subscribers occupy a channel no other node holds, or
+//! leave it so (nodes tell each other when their own subscribers of a
+//! channel come and go, for apps with webhooks).
 
 use serde_json::{json, Value};
 
+use crate::channels::fanout;
 use crate::channels::registry::{AppIdx, Registry};
+use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::io::Output;
 
@@ -113,6 +117,77 @@ impl WebhookEvent {
 pub(crate) fn note(reg: &mut Registry, app: AppIdx, event: WebhookEvent) {
     if !reg.apps[app].config.webhooks.is_empty() {
         reg.webhooks.push((app, event));
+    }
+}
+
+/// This node's subscribers of `channel` came (`occupied`) or went: report
+/// it when no other node holds the channel, and tell the other nodes.
+pub(crate) fn occupancy(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    app: AppIdx,
+    channel: &str,
+    occupied: bool,
+) {
+    let state = &mut reg.apps[app];
+    if state.config.webhooks.is_empty() {
+        return;
+    }
+    let elsewhere = state
+        .remote_occupied
+        .get(channel)
+        .is_some_and(|nodes| !nodes.is_empty());
+    if occupied || !elsewhere {
+        state.pending_vacated.remove(channel);
+    } else {
+        state.pending_vacated.insert(channel.to_owned());
+    }
+    fanout::announce(
+        cx,
+        ClusterMessage::ChannelOccupancy {
+            app_id: state.config.id.clone(),
+            channel: channel.to_owned(),
+            occupied,
+            reported: !elsewhere,
+        },
+    );
+    if !elsewhere {
+        let channel = channel.to_owned();
+        let event = if occupied {
+            WebhookEvent::Occupied { channel }
+        } else {
+            WebhookEvent::Vacated { channel }
+        };
+        note(reg, app, event);
+    }
+}
+
+/// `node` has subscribers of `channel` now (`occupied`), or none any more.
+/// When the last other node leaves a channel this node left meanwhile, and
+/// it did not report it, this node does (at least once: two nodes leaving
+/// at the same moment both report it).
+pub(crate) fn remote_occupancy(
+    reg: &mut Registry,
+    app: AppIdx,
+    node: &str,
+    channel: &str,
+    (occupied, reported): (bool, bool),
+) {
+    let state = &mut reg.apps[app];
+    let nodes = state.remote_occupied.entry(channel.to_owned()).or_default();
+    if occupied {
+        nodes.insert(node.to_owned());
+        return;
+    }
+    nodes.remove(node);
+    if !nodes.is_empty() {
+        return;
+    }
+    state.remote_occupied.remove(channel);
+    let owed = state.pending_vacated.remove(channel);
+    if owed && !reported && !state.channels.contains_key(channel) {
+        let channel = channel.to_owned();
+        note(reg, app, WebhookEvent::Vacated { channel });
     }
 }
 

@@ -16,6 +16,10 @@ use crate::{ChannelProtocol, Input, Output};
 const HOOK: &str = "http://hooks.test/pusher";
 
 fn harness_with_webhooks() -> Harness {
+    Harness::with(harness_with_webhooks_config())
+}
+
+fn harness_with_webhooks_config() -> Config {
     let mut first = app(1, None);
     first.webhooks = vec![WebhookConfig {
         url: HOOK.into(),
@@ -26,10 +30,10 @@ fn harness_with_webhooks() -> Harness {
             "client_event".into(),
         ],
     }];
-    Harness::with(Config {
+    Config {
         apps: vec![first],
         ..Config::default()
-    })
+    }
 }
 
 /// Opens a Pusher socket of app `n`; returns its `socket_id`.
@@ -256,4 +260,49 @@ fn a_closing_socket_makes_one_batch_in_order() {
             { "name": "channel_vacated", "channel": "presence-team" },
         ])
     );
+}
+
+#[test]
+fn occupancy_is_reported_once_for_the_cluster() {
+    let mut h = Harness::with(Config {
+        cluster: true,
+        ..harness_with_webhooks_config()
+    });
+    let occupancy =
+        |occupied: bool, reported: bool| crate::cluster::ClusterMessage::ChannelOccupancy {
+            app_id: "app-1".into(),
+            channel: "news".into(),
+            occupied,
+            reported,
+        };
+    let remote = |h: &mut Harness, message| {
+        h.handle(Input::Remote {
+            node: "n2",
+            message,
+        })
+    };
+    open_pusher(&mut h, 1, 1);
+    remote(&mut h, occupancy(true, true));
+    let text = json!({ "event": "pusher:subscribe", "data": { "channel": "news" } }).to_string();
+    let subscribed = h.handle(Input::Frame {
+        conn: ConnId(1),
+        frame: crate::WsFrame::Text(&text),
+    });
+    assert!(
+        webhooks(&subscribed).is_empty(),
+        "n2 holds news: not occupied anew"
+    );
+    assert!(h.broadcasts.contains(&occupancy(true, false)));
+    let left = h.handle(Input::Closed { conn: ConnId(1) });
+    assert!(webhooks(&left).is_empty(), "n2 still holds news");
+    assert!(h.broadcasts.contains(&occupancy(false, false)));
+    // n2 left at the same time without reporting it: this node does.
+    let outs = remote(&mut h, occupancy(false, false));
+    assert_eq!(
+        webhooks(&outs)[0].2["events"],
+        json!([{ "name": "channel_vacated", "channel": "news" }])
+    );
+    // A vacancy n2 reported is not reported again.
+    remote(&mut h, occupancy(true, true));
+    assert!(webhooks(&remote(&mut h, occupancy(false, true))).is_empty());
 }
