@@ -11,6 +11,7 @@ use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 
 use super::commands::{self, Command};
 use super::fanout;
+use super::frames;
 use super::names::{is_valid_subscription_name, ChannelKind};
 use super::presence::Identity;
 use super::pusher;
@@ -123,16 +124,17 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
     let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
     if !socket.rate.allow(cx.now, limit, window_ms) {
         socket.closing = true;
-        let protocol = socket.protocol;
+        if socket.protocol == ChannelProtocol::Pusher {
+            return pusher::refuse(cx, conn, &pusher::PusherError::OverCapacity);
+        }
         cx.out.push_unfenced(Output::Send {
             conn,
-            frame: wire::rate_exceeded(protocol, &rate_message(limit, window_ms)),
+            frame: frames::error(&rate_message(limit, window_ms)),
         });
-        let reason = match protocol {
-            ChannelProtocol::Pusher => CloseReason::Pusher(4100),
-            _ => CloseReason::Policy,
-        };
-        cx.out.push_unfenced(Output::Close { conn, reason });
+        cx.out.push_unfenced(Output::Close {
+            conn,
+            reason: CloseReason::Policy,
+        });
         return;
     }
     let WsFrame::Text(text) = frame else { return };

@@ -8,7 +8,6 @@ use crate::io::{ChannelProtocol, SharedFrame};
 
 use super::frames;
 use super::pusher;
-use super::pusher::PusherError;
 use super::socket::SubscribeError;
 
 /// The framing a subscriber reads fan-out messages in.
@@ -118,14 +117,5 @@ pub(crate) fn subscription_error(
     match protocol {
         ChannelProtocol::Pusher => pusher::frames::subscription_error(channel, err),
         _ => frames::subscription_error(channel, &err.to_string()),
-    }
-}
-
-/// The last frame before a command-rate close: pubb's `error` sentence, or
-/// Pusher's `pusher:error` 4100.
-pub(crate) fn rate_exceeded(protocol: ChannelProtocol, pubb_message: &str) -> SharedFrame {
-    match protocol {
-        ChannelProtocol::Pusher => pusher::frames::error(&PusherError::OverCapacity),
-        _ => frames::error(pubb_message),
     }
 }
