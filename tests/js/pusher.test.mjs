@@ -219,6 +219,14 @@ describe('pusher-js', () => {
     assert.deepEqual((await got)[0], { ok: true });
   });
 
+  test('signs in through the pusher library\'s authenticateUser', async () => {
+    const signin = ({ socketId }, callback) => callback(null, backend.authenticateUser(socketId, { id: 'nina', name: 'Nina' }));
+    const client = await connect('nina', { ...clientOptions('nina'), userAuthentication: { customHandler: signin } });
+    client.signin();
+    await within(client.user.signinDonePromise, 'signin');
+    assert.deepEqual(client.user.user_data, { id: 'nina', name: 'Nina' });
+  });
+
   test('an unknown key is refused with 4001', async () => {
     const client = new Pusher('no-such-key', clientOptions('anon'));
     clients.push(client);

@@ -362,3 +362,53 @@ async fn terminate_connections_closes_the_users_sockets_with_4009() {
     assert_eq!(removed["data"], json!({ "user_id": "u1" }).to_string());
     u2.ping_pong().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signin_then_terminate_and_a_bad_signin_is_refused_with_4009() {
+    let server = Server::start(CONFIG);
+    let mut bystander = connect_pusher(&server, "app-key").await;
+
+    let mut signed_in = connect_pusher(&server, "app-key").await;
+    let user_data = json!({ "id": "u7", "name": "Seven" }).to_string();
+    let auth = format!(
+        "app-key:{}",
+        hmac_sha256_hex(
+            "app-secret",
+            &format!("{}::user::{user_data}", signed_in.socket_id)
+        )
+    );
+    signed_in
+        .ws
+        .send_json(
+            &json!({ "event": "pusher:signin", "data": { "auth": auth, "user_data": user_data } }),
+        )
+        .await;
+    assert_eq!(
+        signed_in.ws.recv_json().await,
+        json!({ "event": "pusher:signin_success", "data": { "user_data": user_data } })
+    );
+    let path = "/apps/app-1/users/u7/terminate_connections";
+    let response = signed(&server, APP_1, "POST", path, &[], b"{}", unix_now()).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        signed_in.ws.recv_json().await["data"]["code"],
+        4009,
+        "a signed-in user is terminated without any presence channel"
+    );
+    assert_eq!(signed_in.ws.recv_close().await, Some(4009));
+
+    let mut forged = connect_pusher(&server, "app-key").await;
+    let bad = format!("app-key:{}", "0".repeat(64));
+    forged
+        .ws
+        .send_json(
+            &json!({ "event": "pusher:signin", "data": { "auth": bad, "user_data": user_data } }),
+        )
+        .await;
+    assert_eq!(
+        forged.ws.recv_json().await,
+        json!({ "event": "pusher:error", "data": { "code": 4009, "message": "Connection not authorized: invalid signin" } })
+    );
+    assert_eq!(forged.ws.recv_close().await, Some(4009));
+    bystander.ping_pong().await;
+}

@@ -74,6 +74,8 @@ pub(crate) struct Socket {
     pub(crate) rate: CommandRate,
     /// Its recent client events (Pusher sockets).
     pub(crate) client_rate: CommandRate,
+    /// The user it signed in as (`pusher:signin`).
+    pub(crate) user_id: Option<String>,
     /// A close was requested; further messages are ignored.
     pub(crate) closing: bool,
 }

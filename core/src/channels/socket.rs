@@ -96,6 +96,7 @@ pub(crate) fn open(
         channels: BTreeMap::new(),
         rate: CommandRate::default(),
         client_rate: CommandRate::default(),
+        user_id: None,
         closing: false,
     };
     reg.sockets.insert(conn, socket);

@@ -3,7 +3,8 @@
 //! `pusher:subscribe` and `pusher:unsubscribe` carry their fields in `data`
 //! (an object, or the string of one); `client-…` events carry the channel
 //! at the top level and any JSON as `data`. Anything else (malformed JSON,
-//! unknown events such as `pusher:signin`) is ignored, as on pubb sockets.
+//! unknown events such as `pusher:cache_miss`) is ignored, as on pubb
+//! sockets.
 
 use serde_json::{Map, Value};
 
@@ -26,6 +27,13 @@ pub(crate) enum Command {
     },
     /// `pusher:ping`: answer `pusher:pong`.
     Ping,
+    /// `pusher:signin`: user authentication.
+    Signin {
+        /// `APP_KEY:signature` of `socket_id::user::user_data`.
+        auth: String,
+        /// The signed user data, a JSON string with an `id`.
+        user_data: String,
+    },
     /// A `client-` event for the other subscribers of `channel`.
     ClientEvent {
         /// The channel.
@@ -47,6 +55,13 @@ pub(crate) fn parse(text: &str) -> Option<Command> {
     };
     match event.as_str() {
         "pusher:ping" => Some(Command::Ping),
+        "pusher:signin" => {
+            let mut data = object_data(message.remove("data"))?;
+            Some(Command::Signin {
+                auth: required(&mut data, "auth")?,
+                user_data: required(&mut data, "user_data")?,
+            })
+        }
         "pusher:subscribe" => {
             let mut data = object_data(message.remove("data"))?;
             Some(Command::Subscribe {
@@ -148,7 +163,7 @@ mod tests {
             "nope",
             "[]",
             r#"{"data":{}}"#,
-            r#"{"event":"pusher:signin","data":{}}"#,
+            r#"{"event":"pusher:signin","data":{"auth":"k:s"}}"#,
             r#"{"event":"pusher:subscribe"}"#,
             r#"{"event":"pusher:subscribe","data":{"channel":7}}"#,
             r#"{"event":"pusher:subscribe","data":{"channel":"a","auth":1}}"#,

@@ -23,6 +23,9 @@ pub enum PusherError {
     /// 4009: the app's backend terminated the user's connections.
     #[error("You got disconnected by the app")]
     Terminated,
+    /// 4009: a `pusher:signin` with a wrong signature or bad `user_data`.
+    #[error("Connection not authorized: invalid signin")]
+    SigninRefused,
     /// 4100: more commands than the command rate allows.
     #[error("Over capacity")]
     OverCapacity,
@@ -52,7 +55,7 @@ impl PusherError {
             PusherError::InvalidVersion => Some(4006),
             PusherError::UnsupportedProtocol => Some(4007),
             PusherError::NoProtocol => Some(4008),
-            PusherError::Terminated => Some(4009),
+            PusherError::Terminated | PusherError::SigninRefused => Some(4009),
             PusherError::OverCapacity => Some(4100),
             PusherError::ClientEventRate => Some(4301),
             PusherError::ClientEventsDisabled

@@ -84,6 +84,11 @@ pub(crate) fn error(err: &PusherError) -> SharedFrame {
     }))
 }
 
+/// `pusher:signin_success`, with the signed `user_data` string.
+pub(crate) fn signin_success(user_data: &str) -> SharedFrame {
+    frame(&json!({ "event": "pusher:signin_success", "data": { "user_data": user_data } }))
+}
+
 /// `pusher:pong`, the answer to a `pusher:ping`.
 pub(crate) fn pong() -> SharedFrame {
     frame(&json!({ "event": "pusher:pong", "data": "{}" }))

@@ -246,7 +246,8 @@ fn users(app: &App, name: &str) -> HttpResponse {
     ok(&json!({ "users": users }))
 }
 
-/// Closes every socket on this node that is a presence member as `user`,
+/// Closes every socket on this node signed in as `user` or a presence
+/// member as `user`,
 /// with `pusher:error` 4009 on Pusher sockets and close 1008 on pubb
 /// sockets (the other nodes of a cluster hear of it and do the same).
 pub(crate) fn terminate_here(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, user: &str) {
@@ -254,7 +255,10 @@ pub(crate) fn terminate_here(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, 
         .sockets
         .iter()
         .filter(|(_, s)| s.app == app && !s.closing)
-        .filter(|(_, s)| s.channels.values().any(|u| u.as_deref() == Some(user)))
+        .filter(|(_, s)| {
+            s.user_id.as_deref() == Some(user)
+                || s.channels.values().any(|u| u.as_deref() == Some(user))
+        })
         .map(|(&conn, s)| (conn, s.protocol))
         .collect();
     conns.sort_by_key(|(conn, _)| *conn);

@@ -20,6 +20,10 @@
 //!   (4301 above that), never echoed, delivered as a publication that
 //!   leaves out the sender, so they cross the cluster like any other.
 //!   Refusals are `pusher:error` with `code: null`; the socket stays open.
+//! - `pusher:signin` is checked like a subscription signature (over
+//!   `socket_id::user::user_data`); the signed-in user is what
+//!   `terminate_connections` closes, with presence members of that id. A
+//!   refused signin closes the socket with 4009.
 
 mod commands;
 pub mod error;

@@ -2,6 +2,7 @@
 //! sockets, plus `pusher:ping` and client events.
 
 use serde_json::Value;
+use subtle::ConstantTimeEq;
 
 use crate::ctx::Ctx;
 use crate::ids::ConnId;
@@ -10,6 +11,7 @@ use crate::io::Output;
 use super::commands::{self, Command};
 use super::error::PusherError;
 use super::frames;
+use super::signing::hmac_hex;
 use super::webhooks::{self, WebhookEvent};
 use crate::channels::fanout;
 use crate::channels::frames as pubb_frames;
@@ -44,6 +46,7 @@ pub(crate) fn command(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, text: 
             conn,
             frame: frames::pong(),
         }),
+        Some(Command::Signin { auth, user_data }) => signin(reg, cx, conn, &auth, &user_data),
         Some(Command::ClientEvent {
             channel,
             name,
@@ -107,4 +110,37 @@ fn client_event(
     fanout::publish(app, cx, vec![channel.to_owned()], payload, socket_id);
     webhooks::note(reg, app_idx, event);
     Ok(())
+}
+
+/// `pusher:signin`: checks `auth` over `socket_id::user::user_data` and
+/// remembers the user (for `terminate_connections`); a bad signin closes
+/// the socket with 4009.
+fn signin(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, auth: &str, user_data: &str) {
+    let Some(socket) = reg.sockets.get_mut(&conn) else {
+        return;
+    };
+    let app = &reg.apps[socket.app].config;
+    let signed = format!("{}::user::{user_data}", socket.socket_id);
+    let expected = format!("{}:{}", app.key, hmac_hex(&app.secret, signed.as_bytes()));
+    let signature_ok = bool::from(expected.as_bytes().ct_eq(auth.as_bytes()));
+    let user_id = match serde_json::from_str::<Value>(user_data) {
+        Ok(Value::Object(fields)) => match fields.get("id") {
+            Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (signature_ok, user_id) {
+        (true, Some(id)) => {
+            socket.user_id = Some(id);
+            cx.out.push_unfenced(Output::Send {
+                conn,
+                frame: frames::signin_success(user_data),
+            });
+        }
+        _ => {
+            socket.closing = true;
+            super::refuse(cx, conn, &PusherError::SigninRefused);
+        }
+    }
 }
