@@ -219,12 +219,17 @@ describe('pusher-js', () => {
     assert.deepEqual((await got)[0], { ok: true });
   });
 
-  test('signs in through the pusher library\'s authenticateUser', async () => {
+  test('signs in through the pusher library\'s authenticateUser and hears sendToUser', async () => {
     const signin = ({ socketId }, callback) => callback(null, backend.authenticateUser(socketId, { id: 'nina', name: 'Nina' }));
     const client = await connect('nina', { ...clientOptions('nina'), userAuthentication: { customHandler: signin } });
     client.signin();
     await within(client.user.signinDonePromise, 'signin');
     assert.deepEqual(client.user.user_data, { id: 'nina', name: 'Nina' });
+    const own = client.user.serverToUserChannel;
+    if (!own.subscribed) await within(new Promise((resolve) => own.bind('pusher:subscription_succeeded', resolve)), 'the user channel');
+    const greeting = within(new Promise((resolve) => client.user.bind('greeting', resolve)), 'sendToUser');
+    await backend.sendToUser('nina', 'greeting', { hi: 1 });
+    assert.deepEqual(await greeting, { hi: 1 });
   });
 
   test('an unknown key is refused with 4001', async () => {

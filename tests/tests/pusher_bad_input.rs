@@ -387,6 +387,19 @@ async fn signin_then_terminate_and_a_bad_signin_is_refused_with_4009() {
         signed_in.ws.recv_json().await,
         json!({ "event": "pusher:signin_success", "data": { "user_data": user_data } })
     );
+    // Its own user channel only; a socket not signed in has none.
+    let other = signed_in
+        .subscribe(json!({ "channel": "#server-to-user-u8" }))
+        .await;
+    assert_eq!(other["data"]["status"], 400);
+    let own = signed_in
+        .subscribe(json!({ "channel": "#server-to-user-u7" }))
+        .await;
+    assert_eq!(own["event"], "pusher_internal:subscription_succeeded");
+    let anonymous = bystander
+        .subscribe(json!({ "channel": "#server-to-user-u7" }))
+        .await;
+    assert_eq!(anonymous["data"]["status"], 400);
     let path = "/apps/app-1/users/u7/terminate_connections";
     let response = signed(&server, APP_1, "POST", path, &[], b"{}", unix_now()).await;
     assert_eq!(response.status, 200);

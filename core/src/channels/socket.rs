@@ -237,7 +237,11 @@ pub(crate) fn subscribe(
         return;
     };
     let protocol = socket.protocol;
-    if !is_valid_subscription_name(channel) {
+    let own_user_channel = socket
+        .user_id
+        .as_deref()
+        .is_some_and(|user| pusher::user_channel(user) == channel);
+    if !own_user_channel && !is_valid_subscription_name(channel) {
         return reject(cx, conn, protocol, channel, &SubscribeError::InvalidChannel);
     }
     let identity = match authorize(reg, socket, channel, auth, channel_data) {

@@ -117,7 +117,7 @@ fn event(mut fields: Map<String, Value>, max_data_bytes: usize) -> Result<Event,
         let Value::String(channel) = name else {
             return Err(EventError::InvalidChannels);
         };
-        if !is_valid_subscription_name(&channel) {
+        if !is_valid_subscription_name(&channel) && !is_user_channel(&channel) {
             return Err(EventError::InvalidChannelName(channel));
         }
         if !channels.contains(&channel) {
@@ -140,6 +140,14 @@ fn event(mut fields: Map<String, Value>, max_data_bytes: usize) -> Result<Event,
         socket_id,
         info,
     })
+}
+
+/// `#server-to-user-<id>`, where the `pusher` libraries' `sendToUser`
+/// publishes (`id` as a subscription name's characters).
+fn is_user_channel(channel: &str) -> bool {
+    channel
+        .strip_prefix("#server-to-user-")
+        .is_some_and(is_valid_subscription_name)
 }
 
 /// The attributes of an `info` parameter (`a,b`), empty ones left out.

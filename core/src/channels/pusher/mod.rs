@@ -23,7 +23,9 @@
 //! - `pusher:signin` is checked like a subscription signature (over
 //!   `socket_id::user::user_data`); the signed-in user is what
 //!   `terminate_connections` closes, with presence members of that id. A
-//!   refused signin closes the socket with 4009.
+//!   refused signin closes the socket with 4009. A signed-in socket may
+//!   subscribe to its `#server-to-user-<id>` channel, where the `pusher`
+//!   libraries' `sendToUser` publishes (no webhooks for it).
 
 mod commands;
 pub mod error;
@@ -40,6 +42,12 @@ use crate::io::{CloseReason, Output};
 
 pub use error::PusherError;
 pub(crate) use socket::command;
+
+/// The channel a signed-in user's sockets hear `sendToUser` events on;
+/// only a socket signed in as that user may subscribe to it.
+pub(crate) fn user_channel(user_id: &str) -> String {
+    format!("#server-to-user-{user_id}")
+}
 
 /// Sends `err` and closes the socket with its code.
 pub(crate) fn refuse(cx: &mut Ctx<'_>, conn: ConnId, err: &PusherError) {

@@ -130,7 +130,7 @@ pub(crate) fn occupancy(
     occupied: bool,
 ) {
     let state = &mut reg.apps[app];
-    if state.config.webhooks.is_empty() {
+    if state.config.webhooks.is_empty() || channel.starts_with('#') {
         return;
     }
     let elsewhere = state
