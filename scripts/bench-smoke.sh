@@ -16,7 +16,7 @@ trap 'rm -rf "$results"' EXIT
 timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results" \
   --postgres "${BUBBLE_TEST_POSTGRES:-postgres://postgres:postgres@127.0.0.1:5432/test}" \
   --redis "${BUBBLE_TEST_REDIS:-redis://127.0.0.1:6379}"
-for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history cluster; do
+for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history cluster fanout-pusher; do
   test -s "$results/$f.json" || { echo "missing result file $f.json" >&2; exit 1; }
 done
 echo "bench smoke: every scenario ran"

@@ -57,7 +57,10 @@ enum Scenario {
     /// appends, append → delivery across nodes, a hot thread; one SQLite
     /// node alongside.
     Cluster,
-    /// Every scenario in turn (2 includes 1), 2 to 8.
+    /// 9: the fan-out of 1 with Pusher protocol 7 subscribers beside pubb
+    /// subscribers: the second wire format's cost per delivery.
+    FanoutPusher,
+    /// Every scenario in turn (2 includes 1), 2 to 9.
     All,
 }
 
@@ -198,6 +201,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
         Scenario::Idle => scenarios::idle::scenario(ctx),
         Scenario::FanoutWithHistory => scenarios::fanout_history::scenario(ctx),
         Scenario::Cluster => scenarios::cluster::scenario(ctx),
+        Scenario::FanoutPusher => scenarios::fanout_pusher::scenario(ctx),
         Scenario::All => {
             for s in [
                 Scenario::FanoutVsNchan,
@@ -207,6 +211,7 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
                 Scenario::Idle,
                 Scenario::FanoutWithHistory,
                 Scenario::Cluster,
+                Scenario::FanoutPusher,
             ] {
                 run(s, ctx)?;
             }

@@ -30,6 +30,26 @@ pub fn pubb_subscriber(addr: SocketAddr, channel: &str, sample: bool) -> ConnSpe
     }
 }
 
+/// A Pusher protocol 7 subscriber of `channel` on Bubble's `/app/:key`.
+pub fn pusher_subscriber(addr: SocketAddr, channel: &str, sample: bool) -> ConnSpec {
+    let path = format!("/app/{APP_KEY}?protocol=7&client=bubble-bench&version=1.0");
+    ConnSpec {
+        addr,
+        local_ip: None,
+        handshake: Arc::new(crate::ws::handshake_request(&addr.to_string(), &path, "")),
+        on_open: vec![format!(
+            r#"{{"event":"pusher:subscribe","data":{{"channel":"{channel}"}}}}"#
+        )
+        .into_bytes()],
+        ready: Ready {
+            trigger: Some(b"pusher:connection_established"),
+            ack: b"pusher_internal:subscription_succeeded",
+            acks: 1,
+        },
+        sample,
+    }
+}
+
 /// An nchan websocket subscriber of `channel`.
 pub fn nchan_subscriber(addr: SocketAddr, channel: &str, sample: bool) -> ConnSpec {
     ConnSpec {

@@ -44,6 +44,8 @@ struct AppJson {
     secret: String,
     #[serde(default)]
     max_connections: Option<usize>,
+    #[serde(default)]
+    client_events: bool,
 }
 
 /// Parses the JSON configuration; the error names the offending key.
@@ -68,6 +70,8 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
                 key: a.key,
                 secret: a.secret,
                 max_connections: a.max_connections,
+                client_events: a.client_events,
+                webhooks: Vec::new(),
             })
             .collect(),
         limits: c.limits,

@@ -15,12 +15,12 @@ use crate::{js, WasmEngine};
 const ROUTE_TYPES: &str = r#"
 /** What a request is, from `Edge.routeRequest`. */
 export type Route =
-  /** `/v1/threads…` or `/api/apps/…`: pass it to `Engine.handleHttp` with the raw path and query. */
+  /** `/v1/threads…`, `/api/apps/…` or Pusher's `/apps/…`: pass it to `Engine.handleHttp` with the raw path and query. */
   | { kind: "engine" }
   /** The `/v1/ws` upgrade, with its bearer (`null`: none). */
   | { kind: "threadsSocket"; token: string | null }
-  /** The `/socket` upgrade: decide it with `Engine.channelHandshake(appKey, protocol2)`. */
-  | { kind: "channelsSocket"; appKey: string | null; protocol2: boolean }
+  /** The `/socket` or Pusher's `/app/:key` upgrade (`pusher`, with the `protocol` query as `version`): decide it with `Engine.channelHandshake(appKey, protocol2, pusher, version)`. */
+  | { kind: "channelsSocket"; appKey: string | null; protocol2: boolean; pusher: boolean; version: string | null }
   | { kind: "health" }
   | { kind: "ready" }
   | { kind: "metrics" }
@@ -80,6 +80,11 @@ fn route_object(endpoint: Endpoint) -> JsValue {
                 "protocol2",
                 JsValue::from_bool(upgrade.protocol == bubble_core::ChannelProtocol::V2),
             ),
+            (
+                "pusher",
+                JsValue::from_bool(upgrade.protocol == bubble_core::ChannelProtocol::Pusher),
+            ),
+            ("version", null_or(upgrade.version)),
         ]),
         Endpoint::Health => js::object(&[kind("health")]),
         Endpoint::Ready => js::object(&[kind("ready")]),

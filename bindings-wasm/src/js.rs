@@ -143,6 +143,18 @@ pub(crate) fn output(out: Output) -> JsValue {
             ("read", number(read.0)),
             ("query", query(&q)),
         ]),
+        Output::Webhook {
+            url,
+            key,
+            signature,
+            body,
+        } => object(&[
+            ("kind", "webhook".into()),
+            ("url", url.into()),
+            ("key", key.into()),
+            ("signature", signature.into()),
+            ("body", body.into()),
+        ]),
         Output::WantDrained { conn: c } => {
             object(&[("kind", "wantDrained".into()), ("conn", conn(c))])
         }

@@ -191,22 +191,28 @@ impl WasmEngine {
             .into()
     }
 
-    /// Decides a `/socket` upgrade (an `Edge.routeRequest` route of kind
-    /// `channelsSocket`): `{accepted}`, the handshake `openChannels`
-    /// consumes, or `{refused}`, the plain-text response to answer instead.
+    /// Decides a `/socket` or `/app/:key` upgrade (an `Edge.routeRequest`
+    /// route of kind `channelsSocket`, whose `pusher` and `version` are the
+    /// last two arguments): `{accepted}`, the handshake `openChannels`
+    /// consumes, or `{refused}`, the plain-text response to answer instead
+    /// (a Pusher socket is always accepted: it hears its refusal).
     #[wasm_bindgen(js_name = channelHandshake, unchecked_return_type = "Handshake")]
     pub fn channel_handshake(
         &self,
         #[wasm_bindgen(js_name = appKey)] app_key: Option<String>,
         protocol2: bool,
+        pusher: Option<bool>,
+        version: Option<String>,
     ) -> JsValue {
+        let protocol = match (pusher, protocol2) {
+            (Some(true), _) => ChannelProtocol::Pusher,
+            (_, true) => ChannelProtocol::V2,
+            (_, false) => ChannelProtocol::Legacy,
+        };
         let upgrade = ChannelsUpgrade {
             app_key,
-            protocol: if protocol2 {
-                ChannelProtocol::V2
-            } else {
-                ChannelProtocol::Legacy
-            },
+            protocol,
+            version,
         };
         match self.inner.channel_handshake(&upgrade) {
             Ok(accepted) => js::object(&[("accepted", edge::ChannelHandshake(accepted).into())]),

@@ -66,6 +66,18 @@ fn routes_are_plain_objects() {
     assert_eq!(text(&route, "kind"), "channelsSocket");
     assert_eq!(text(&route, "appKey"), "k");
     assert_eq!(get(&route, "protocol2").as_bool(), Some(true));
+    assert_eq!(get(&route, "pusher").as_bool(), Some(false));
+
+    let route = edge.route_request(
+        "GET",
+        "/app/k",
+        "protocol=7&client=js",
+        plain(&[("upgrade", "websocket")]),
+    );
+    assert_eq!(text(&route, "kind"), "channelsSocket");
+    assert_eq!(text(&route, "appKey"), "k");
+    assert_eq!(get(&route, "pusher").as_bool(), Some(true));
+    assert_eq!(text(&route, "version"), "7");
 
     let route = edge.route_request("GET", "/v1/threads/a%zz", "", JsValue::NULL);
     assert_eq!(text(&route, "kind"), "answer");

@@ -654,18 +654,21 @@ fn a_silent_peer_is_dropped_without_a_close_code() {
 #[wasm_bindgen_test]
 fn a_socket_for_an_unknown_app_is_refused_before_the_upgrade() {
     let engine = WasmEngine::new(CONFIG, 1.0).unwrap();
-    let accepted = engine.channel_handshake(Some("app-key".into()), true);
+    let accepted = engine.channel_handshake(Some("app-key".into()), true, None, None);
     assert!(get(&accepted, "accepted").is_object());
     assert!(get(&accepted, "refused").is_undefined());
     let refused = get(
-        &engine.channel_handshake(Some("nope".into()), true),
+        &engine.channel_handshake(Some("nope".into()), true, None, None),
         "refused",
     );
     assert_eq!(get(&refused, "status").as_f64(), Some(404.0));
     assert_eq!(text(&refused, "body"), "Application not found");
     assert_eq!(
         get(
-            &get(&engine.channel_handshake(None, false), "refused"),
+            &get(
+                &engine.channel_handshake(None, false, None, None),
+                "refused"
+            ),
             "status"
         )
         .as_f64(),

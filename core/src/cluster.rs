@@ -69,6 +69,29 @@ pub enum ClusterMessage {
         /// The user.
         user_id: String,
     },
+    /// The sender's first subscriber of `channel` arrived (`occupied`), or
+    /// its last one left. Sent only for apps with webhooks, so that
+    /// `channel_occupied` and `channel_vacated` are reported once for the
+    /// whole cluster.
+    ChannelOccupancy {
+        /// The app's id.
+        app_id: String,
+        /// The channel.
+        channel: String,
+        /// Whether the sender has subscribers of it now.
+        occupied: bool,
+        /// The sender reported the change to the app's webhooks (it knew
+        /// of no other node holding the channel).
+        reported: bool,
+    },
+    /// The app's backend asked (Pusher's `terminate_connections`) to close
+    /// every socket of `user_id`, wherever it is connected.
+    TerminateUser {
+        /// The app's id.
+        app_id: String,
+        /// The user.
+        user_id: String,
+    },
     /// `node` stopped (it no longer refreshes its liveness): every presence
     /// member it held is gone from it.
     NodeGone {

@@ -43,6 +43,21 @@ pub struct AppConfig {
     pub secret: String,
     /// Maximum concurrent sockets (`None`: unlimited).
     pub max_connections: Option<usize>,
+    /// Pusher sockets may send `client-` events on the private and presence
+    /// channels they are subscribed to.
+    pub client_events: bool,
+    /// Pusher webhooks: where to POST which channel events.
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+/// One Pusher webhook of an app (`[[apps.webhooks]]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookConfig {
+    /// The endpoint the host POSTs to.
+    pub url: String,
+    /// The event names sent there: `channel_occupied`, `channel_vacated`,
+    /// `member_added`, `member_removed`, `client_event`.
+    pub event_types: Vec<String>,
 }
 
 /// Per-connection and per-request limits. Every host reads them from its

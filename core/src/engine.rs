@@ -138,8 +138,11 @@ impl Engine {
                 }
             }
             Input::Http { req, request } => {
-                if crate::edge::engine_api(request.path) == Api::Channels {
+                let api = crate::edge::engine_api(request.path);
+                if api == Api::Channels {
                     channels.http(cx, req, &request);
+                } else if api == Api::Pusher {
+                    channels.pusher_http(cx, req, &request);
                 } else {
                     let principal = crate::edge::bearer(request.authorization)
                         .and_then(|t| auth.authenticate(t, now));

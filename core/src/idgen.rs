@@ -22,6 +22,14 @@ impl IdGen {
         crate::hex::lower(&bytes)
     }
 
+    /// A Pusher `socket_id`: two decimal numbers joined by a dot, the form
+    /// Pusher's libraries check (`^\d+\.\d+$`).
+    pub(crate) fn pusher_socket_id(&mut self) -> String {
+        let high = self.0.next_u32();
+        let low = self.0.next_u32();
+        format!("{high}.{low}")
+    }
+
     /// A random (version 4) UUID in its hyphenated form.
     pub(crate) fn uuid_v4(&mut self) -> String {
         let mut b = [0u8; 16];

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::channels::PusherError;
 use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{BatchId, ClaimId, ConnId, ReadId, RequestId, ThreadId};
@@ -21,13 +22,17 @@ pub enum WsFrame<'a> {
     Binary(&'a [u8]),
 }
 
-/// Which acknowledgement a pubb socket asked for.
+/// The wire protocol of a channel socket: pubb (with the acknowledgement
+/// it asked for) or Pusher protocol 7. Both speak to the same channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChannelProtocol {
-    /// `protocol=2`: `pubb:subscription_succeeded`.
+    /// `/socket?protocol=2`: `pubb:subscription_succeeded`.
     V2,
-    /// No `protocol=2`: the legacy `pubb_internal:subscription_succeeded`.
+    /// `/socket` without `protocol=2`: the legacy
+    /// `pubb_internal:subscription_succeeded`.
     Legacy,
+    /// `/app/:key`: Pusher protocol 7 (`pusher:…` events).
+    Pusher,
 }
 
 /// A `/socket` handshake the engine accepted. Only
@@ -39,11 +44,31 @@ pub enum ChannelProtocol {
 pub struct AcceptedHandshake {
     app: usize,
     protocol: ChannelProtocol,
+    refusal: Option<PusherError>,
 }
 
 impl AcceptedHandshake {
     pub(crate) fn new(app: usize, protocol: ChannelProtocol) -> AcceptedHandshake {
-        AcceptedHandshake { app, protocol }
+        AcceptedHandshake {
+            app,
+            protocol,
+            refusal: None,
+        }
+    }
+
+    /// A Pusher socket that is upgraded only to hear `pusher:error` and close
+    /// with its code (Pusher refuses connections that way, not over HTTP).
+    pub(crate) fn refused(refusal: PusherError) -> AcceptedHandshake {
+        AcceptedHandshake {
+            app: usize::MAX,
+            protocol: ChannelProtocol::Pusher,
+            refusal: Some(refusal),
+        }
+    }
+
+    /// Why the socket is closed as soon as it opens, if it is.
+    pub(crate) fn refusal(&self) -> Option<&PusherError> {
+        self.refusal.as_ref()
     }
 
     /// The app's index in the engine's configuration.
@@ -71,6 +96,10 @@ pub enum CloseReason {
     /// No close frame: the peer stopped answering Pings, so the TCP
     /// connection is dropped (the peer sees 1006).
     Dropped,
+    /// A Pusher protocol code (4000–4299) after the `pusher:error` that
+    /// names it: 4000–4099 tell the client not to reconnect, 4100–4199 to
+    /// back off, 4200–4299 to reconnect at once.
+    Pusher(u16),
 }
 
 impl CloseReason {
@@ -82,6 +111,7 @@ impl CloseReason {
             CloseReason::TooBig => Some(1009),
             CloseReason::TryAgainLater => Some(1013),
             CloseReason::Dropped => None,
+            CloseReason::Pusher(code) => Some(code),
         }
     }
 }
@@ -284,6 +314,21 @@ pub enum Output {
         value: String,
         /// How long the key is held.
         ttl_ms: u64,
+    },
+    /// POST a signed Pusher webhook batch to `url`, with `X-Pusher-Key: key`
+    /// and `X-Pusher-Signature: signature` (HMAC-SHA256 of `body` with the
+    /// app secret, lowercase hex). Retry until the endpoint answers 2xx,
+    /// keeping the order of the batches of one `url`; never hold up anything
+    /// else for it.
+    Webhook {
+        /// The endpoint.
+        url: String,
+        /// The app key (`X-Pusher-Key`).
+        key: String,
+        /// The body's signature (`X-Pusher-Signature`).
+        signature: String,
+        /// `{"time_ms": …, "events": [...]}`.
+        body: String,
     },
     /// Report [`Input::Drained`] for `conn` once what was sent to it so far
     /// has been written (flow control for backlog replay).

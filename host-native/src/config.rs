@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use bubble_core::edge::{Edge, DEFAULT_WS_PATH};
-use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId};
+use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId, WebhookConfig};
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
@@ -122,6 +122,17 @@ struct FileApp {
     key: String,
     secret: String,
     max_connections: Option<usize>,
+    #[serde(default)]
+    client_events: bool,
+    #[serde(default)]
+    webhooks: Vec<FileWebhook>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWebhook {
+    url: String,
+    event_types: Vec<String>,
 }
 
 /// The dev config's bearer tokens: `(token, principal)`.
@@ -153,6 +164,8 @@ fn dev_file() -> FileConfig {
             key: DEV_APP.1.to_owned(),
             secret: DEV_APP.2.to_owned(),
             max_connections: None,
+            client_events: false,
+            webhooks: Vec::new(),
         }],
         ..FileConfig::default()
     }
@@ -253,6 +266,15 @@ impl Settings {
                     key: a.key.clone(),
                     secret: a.secret.clone(),
                     max_connections: a.max_connections,
+                    client_events: a.client_events,
+                    webhooks: a
+                        .webhooks
+                        .iter()
+                        .map(|w| WebhookConfig {
+                            url: w.url.clone(),
+                            event_types: w.event_types.clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             limits,
@@ -356,6 +378,10 @@ mod tests {
             key = "k"
             secret = "x"
             max_connections = 3
+            client_events = true
+            [[apps.webhooks]]
+            url = "http://127.0.0.1:9/hooks"
+            event_types = ["member_added"]
             [limits]
             max_event_bytes = 10
             [heartbeat]
@@ -376,6 +402,14 @@ mod tests {
             Limits::default().max_subscriptions
         );
         assert_eq!(s.engine.heartbeat.ping_interval_ms, 5);
+        assert!(s.engine.apps[0].client_events);
+        assert_eq!(
+            s.engine.apps[0].webhooks,
+            [WebhookConfig {
+                url: "http://127.0.0.1:9/hooks".into(),
+                event_types: vec!["member_added".into()],
+            }]
+        );
         assert_eq!(s.engine.auth.jwt_secret.as_deref(), Some("s"));
         assert_eq!(s.engine.apps[0].max_connections, Some(3));
     }

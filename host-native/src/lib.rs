@@ -19,4 +19,5 @@ mod persist;
 mod reads;
 pub mod server;
 pub mod store;
+mod webhooks;
 mod ws;

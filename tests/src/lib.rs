@@ -27,6 +27,7 @@ mod config;
 mod http;
 mod jwt;
 mod proxy;
+pub mod pusher;
 mod server;
 pub mod threads;
 mod ws;

@@ -29,6 +29,9 @@ pub enum Load {
     Nchan,
     /// Bubble's channels: `/socket` subscribers, `POST /api/apps/…/events`.
     Pubb,
+    /// Bubble's channels over Pusher protocol 7: `/app/:key` subscribers,
+    /// the same publications (`POST /api/apps/…/events`).
+    Pusher,
     /// Bubble's threads: `/v1/ws` subscribers, `POST /v1/threads/…/events`.
     Threads,
 }
@@ -39,7 +42,7 @@ impl Load {
         match self {
             Load::Nchan => Some("nchan"),
             Load::Pubb => Some("pubb"),
-            Load::Threads => None,
+            Load::Pusher | Load::Threads => None,
         }
     }
 }
@@ -178,6 +181,7 @@ fn wire(
             match load {
                 Load::Nchan => proto::nchan_subscriber(server.addr, ch, sample),
                 Load::Pubb => proto::pubb_subscriber(server.addr, ch, sample),
+                Load::Pusher => proto::pusher_subscriber(server.addr, ch, sample),
                 Load::Threads => proto::thread_subscriber(
                     server.addr,
                     std::slice::from_ref(ch),
@@ -191,7 +195,7 @@ fn wire(
         .iter()
         .map(|ch| match load {
             Load::Nchan => proto::nchan_publish(server.addr, ch, shape.payload),
-            Load::Pubb => proto::pubb_publish(server.addr, ch, shape.payload),
+            Load::Pubb | Load::Pusher => proto::pubb_publish(server.addr, ch, shape.payload),
             Load::Threads => proto::http_append(server.addr, ch, shape.payload),
         })
         .collect();

@@ -5,6 +5,7 @@ pub mod catchup;
 pub mod cluster;
 pub mod fanout;
 pub mod fanout_history;
+pub mod fanout_pusher;
 pub mod idle;
 pub mod thread_fanout;
 

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::cluster::{ClaimOutcome, ClusterMessage};
+use crate::cluster::ClaimOutcome;
 use crate::ctx::Ctx;
 use crate::edge::{bearer, channels_endpoint, ChannelsEndpoint as Endpoint};
 use crate::http::{HttpRequest, HttpResponse, Method};
@@ -223,23 +223,13 @@ fn go_out(
     key: Option<&str>,
 ) -> HttpResponse {
     let payload = frames::payload(&publication.name, &publication.data);
-    fanout::deliver(
+    fanout::publish(
         state,
         cx,
-        &publication.channels,
-        &payload,
-        publication.socket_id.as_deref(),
+        publication.channels,
+        payload,
+        publication.socket_id,
     );
-    fanout::announce(
-        cx,
-        ClusterMessage::Publication {
-            app_id: state.config.id.clone(),
-            channels: publication.channels,
-            payload,
-            socket_id: publication.socket_id,
-        },
-    );
-    cx.metrics.publishes += 1;
     let response = accepted_body(&accepted, false);
     if let Some(key) = key {
         state

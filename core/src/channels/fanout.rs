@@ -1,29 +1,36 @@
 //! Getting a publication or a member event to its audience: the channel's
-//! subscribers on this node, one shared frame each, and, in a cluster, the
-//! other nodes.
+//! subscribers on this node, one shared frame per wire format, and, in a
+//! cluster, the other nodes.
 
 use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::ids::ConnId;
 use crate::io::{Output, SharedFrame};
 
-use super::frames;
+use super::frames::{self, PayloadParts};
+use super::pusher;
 use super::registry::App;
+use super::wire::{Codec, MemberEvent};
 
-/// Sends `frame` to every subscriber of `channel` on this node but
-/// `except`; returns how many it reached.
-pub(crate) fn send(
+/// Sends to every subscriber of `channel` on this node but `except` the
+/// frame `render` builds for its wire format (built at most once per
+/// format); returns how many it reached.
+fn send_rendered(
     app: &App,
     cx: &mut Ctx<'_>,
     channel: &str,
-    frame: &SharedFrame,
     except: Option<ConnId>,
+    mut render: impl FnMut(Codec) -> Option<SharedFrame>,
 ) -> u64 {
     let Some(entry) = app.channels.get(channel) else {
         return 0;
     };
+    let mut built: [Option<Option<SharedFrame>>; 2] = [None, None];
     let mut sent = 0;
-    for &conn in entry.subscribers.iter().filter(|&&c| Some(c) != except) {
+    for (&conn, &codec) in entry.subscribers.iter().filter(|(&c, _)| Some(c) != except) {
+        let Some(frame) = built[codec.index()].get_or_insert_with(|| render(codec)) else {
+            continue;
+        };
         cx.out.push_unfenced(Output::Send {
             conn,
             frame: frame.clone(),
@@ -33,8 +40,22 @@ pub(crate) fn send(
     sent
 }
 
+/// Tells every subscriber of `channel` here but `except` of a presence change.
+pub(crate) fn member(
+    app: &App,
+    cx: &mut Ctx<'_>,
+    channel: &str,
+    event: MemberEvent<'_>,
+    except: Option<ConnId>,
+) {
+    send_rendered(app, cx, channel, except, |codec| {
+        Some(event.render(codec, channel))
+    });
+}
+
 /// Delivers a publication's `payload` on each of `channels`, leaving out
 /// the socket whose `socket_id` is `excluded` if it is connected here.
+/// Pusher subscribers get the payload's parts, read back once.
 pub(crate) fn deliver(
     app: &App,
     cx: &mut Ctx<'_>,
@@ -43,13 +64,41 @@ pub(crate) fn deliver(
     excluded: Option<&str>,
 ) {
     let except = excluded.and_then(|id| app.sockets_by_id.get(id)).copied();
+    let mut parts: Option<Option<PayloadParts>> = None;
     for channel in channels {
         if !app.channels.contains_key(channel) {
             continue;
         }
-        let frame = frames::delivery(channel, payload);
-        cx.metrics.deliveries += send(app, cx, channel, &frame, except);
+        cx.metrics.deliveries += send_rendered(app, cx, channel, except, |codec| match codec {
+            Codec::Pubb => Some(frames::delivery(channel, payload)),
+            Codec::Pusher => parts
+                .get_or_insert_with(|| frames::payload_parts(payload))
+                .as_ref()
+                .map(|p| pusher::frames::event(channel, &p.name, &p.data, p.user_id.as_deref())),
+        });
     }
+}
+
+/// Sends an accepted publication out: to subscribers here, and to the
+/// other nodes of a cluster.
+pub(crate) fn publish(
+    app: &App,
+    cx: &mut Ctx<'_>,
+    channels: Vec<String>,
+    payload: String,
+    socket_id: Option<String>,
+) {
+    deliver(app, cx, &channels, &payload, socket_id.as_deref());
+    announce(
+        cx,
+        ClusterMessage::Publication {
+            app_id: app.config.id.clone(),
+            channels,
+            payload,
+            socket_id,
+        },
+    );
+    cx.metrics.publishes += 1;
 }
 
 /// Tells the other nodes, when this engine is one node of a cluster.

@@ -30,7 +30,7 @@ pub(crate) fn connection_established(socket_id: &str, activity_timeout_s: u64) -
 fn succeeded_event(protocol: ChannelProtocol) -> &'static str {
     match protocol {
         ChannelProtocol::V2 => "pubb:subscription_succeeded",
-        ChannelProtocol::Legacy => "pubb_internal:subscription_succeeded",
+        ChannelProtocol::Legacy | ChannelProtocol::Pusher => "pubb_internal:subscription_succeeded",
     }
 }
 
@@ -100,6 +100,45 @@ pub(crate) fn payload(name: &str, data: &Value) -> String {
         data: &'a Value,
     }
     serde_json::to_string(&Payload { name, data }).unwrap_or_default()
+}
+
+/// The payload of a Pusher client event: a publication's, with the
+/// sender's `user_id` on presence channels.
+pub(crate) fn client_payload(name: &str, data: &Value, user_id: Option<&str>) -> String {
+    match user_id {
+        Some(user) => json!({ "name": name, "data": data, "user_id": user }).to_string(),
+        None => payload(name, data),
+    }
+}
+
+/// A payload read back into its parts, for sockets of the other wire format.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PayloadParts {
+    /// The event name.
+    pub(crate) name: String,
+    /// Its data.
+    pub(crate) data: Value,
+    /// The sender of a client event on a presence channel.
+    pub(crate) user_id: Option<String>,
+}
+
+/// Reads a payload made by [`payload`] or [`client_payload`].
+pub(crate) fn payload_parts(payload: &str) -> Option<PayloadParts> {
+    let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(payload) else {
+        return None;
+    };
+    let Some(Value::String(name)) = fields.remove("name") else {
+        return None;
+    };
+    let user_id = match fields.remove("user_id") {
+        Some(Value::String(user)) => Some(user),
+        _ => None,
+    };
+    Some(PayloadParts {
+        name,
+        data: fields.remove("data").unwrap_or(Value::Null),
+        user_id,
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Channels: the pubb protocol (public, private and presence channels,
-//! signatures, HTTP publish with idempotency keys).
+//! Channels: public, private and presence channels, signatures, HTTP
+//! publish with idempotency keys, spoken over two wire formats: the pubb
+//! protocol and Pusher's protocol 7 with its HTTP API ([`pusher`]).
 //!
 //! Decisions where the seed and SPEC §6 leave room:
 //! - `subscription_error` data: `Subscription not authorized` (missing or
@@ -23,6 +24,7 @@ mod frames;
 pub mod names;
 mod presence;
 pub mod publish;
+pub mod pusher;
 mod ratelimit;
 mod registry;
 mod remote;
@@ -30,6 +32,7 @@ pub mod signature;
 mod socket;
 #[cfg(test)]
 mod tests;
+mod wire;
 
 use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use crate::config::Config;
@@ -37,8 +40,9 @@ use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, ChannelsUpgrade};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ClaimId, ConnId, Millis, RequestId};
-use crate::io::WsFrame;
+use crate::io::{ChannelProtocol, WsFrame};
 
+pub use pusher::PusherError;
 use registry::Registry;
 
 /// Seconds a client waits before retrying a full app (the 503's `Retry-After`).
@@ -65,6 +69,9 @@ impl Channels {
         &self,
         upgrade: &ChannelsUpgrade,
     ) -> Result<AcceptedHandshake, HttpResponse> {
+        if upgrade.protocol == ChannelProtocol::Pusher {
+            return Ok(self.pusher_handshake(upgrade));
+        }
         let Some(key) = upgrade.app_key.as_deref().filter(|k| !k.is_empty()) else {
             return Err(HttpResponse::text(400, "appKey is required"));
         };
@@ -79,8 +86,37 @@ impl Channels {
         Ok(AcceptedHandshake::new(app, upgrade.protocol))
     }
 
-    /// A socket opened: send `pubb:connection_established`.
+    /// Decides a `/app/:key` upgrade: always upgraded, a refusal is the
+    /// socket's first and last message.
+    fn pusher_handshake(&self, upgrade: &ChannelsUpgrade) -> AcceptedHandshake {
+        let version = match upgrade.version.as_deref() {
+            None => Err(PusherError::NoProtocol),
+            Some("7") => Ok(()),
+            Some(v) if v.parse::<u32>().is_ok() => Err(PusherError::UnsupportedProtocol),
+            Some(_) => Err(PusherError::InvalidVersion),
+        };
+        let app = version.and_then(|()| {
+            let key = upgrade.app_key.as_deref().unwrap_or_default();
+            let app = self
+                .registry
+                .app_by_key(key)
+                .ok_or(PusherError::AppNotFound)?;
+            if self.registry.apps[app].is_full() {
+                return Err(PusherError::OverQuota);
+            }
+            Ok(app)
+        });
+        match app {
+            Ok(app) => AcceptedHandshake::new(app, ChannelProtocol::Pusher),
+            Err(refusal) => AcceptedHandshake::refused(refusal),
+        }
+    }
+
+    /// A socket opened: send the connection event, or a Pusher refusal.
     pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, handshake: &AcceptedHandshake) {
+        if let Some(refusal) = handshake.refusal() {
+            return pusher::refuse(cx, conn, refusal);
+        }
         socket::open(
             &mut self.registry,
             cx,
@@ -94,11 +130,13 @@ impl Channels {
     /// A client message.
     pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         socket::frame(&mut self.registry, cx, conn, frame);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// The socket closed: leave every channel (presence removal included).
     pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         socket::closed(&mut self.registry, cx, conn);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// An `/api/apps/:appId/…` request.
@@ -106,9 +144,22 @@ impl Channels {
         api::handle(&mut self.registry, cx, req, request);
     }
 
+    /// A Pusher HTTP API request (`/apps/:appId/…`).
+    pub(crate) fn pusher_http(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        req: RequestId,
+        request: &HttpRequest<'_>,
+    ) {
+        let response = pusher::http::handle(&mut self.registry, cx, request);
+        cx.out
+            .push_unfenced(crate::io::Output::Respond { req, response });
+    }
+
     /// Another node said something about channels.
     pub(crate) fn remote(&mut self, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
         remote::message(&mut self.registry, cx, node, message);
+        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// The other nodes' presence members, as the broker holds them.

@@ -31,6 +31,22 @@ impl Identity {
         };
         Some(Identity { user_id, user_info })
     }
+
+    /// Reads a Pusher socket's `channel_data`, as Pusher's libraries write
+    /// it: `user_id` a nonempty string or a number (kept as its decimal
+    /// text), `user_info` any JSON value but `null`.
+    pub(crate) fn parse_pusher(channel_data: &str) -> Option<Identity> {
+        let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(channel_data) else {
+            return None;
+        };
+        let user_id = match fields.remove("user_id") {
+            Some(Value::String(id)) if !id.is_empty() => id,
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return None,
+        };
+        let user_info = fields.remove("user_info").filter(|info| !info.is_null());
+        Some(Identity { user_id, user_info })
+    }
 }
 
 /// A member: present while it has a socket here or on another node.
@@ -183,9 +199,14 @@ impl Presence {
         serde_json::json!({ "ids": ids, "hash": hash, "count": self.members.len() })
     }
 
-    #[cfg(test)]
+    /// How many members the channel has.
     pub(crate) fn count(&self) -> usize {
         self.members.len()
+    }
+
+    /// The members' user ids, in order.
+    pub(crate) fn user_ids(&self) -> impl Iterator<Item = &str> {
+        self.members.keys().map(String::as_str)
     }
 }
 
@@ -224,6 +245,24 @@ mod tests {
             r#"{"user_id":"42","user_info":"Alex"}"#,
         ] {
             assert_eq!(Identity::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_pusher_channel_data() {
+        assert_eq!(
+            Identity::parse_pusher(r#"{"user_id":42,"user_info":"Alex"}"#),
+            Some(Identity {
+                user_id: "42".into(),
+                user_info: Some(json!("Alex"))
+            })
+        );
+        assert_eq!(
+            Identity::parse_pusher(r#"{"user_id":"a"}"#).map(|i| i.user_id),
+            Some("a".into())
+        );
+        for bad in ["", r#"{"user_id":""}"#, r#"{"user_id":true}"#, "[]"] {
+            assert_eq!(Identity::parse_pusher(bad), None, "{bad}");
         }
     }
 

@@ -143,7 +143,8 @@ fn is_valid_name(name: &str) -> bool {
 }
 
 /// Bytes of the compact JSON serialization of `value`.
-fn json_len(value: &Value) -> usize {
+/// The length of `value` serialized as JSON.
+pub(crate) fn json_len(value: &Value) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

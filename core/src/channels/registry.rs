@@ -13,7 +13,9 @@ use crate::io::ChannelProtocol;
 
 use super::presence::{Arrival, Departure, Identity, Presence};
 use super::publish::{Claims, IdempotencyKeys};
+use super::pusher::webhooks::WebhookEvent;
 use super::ratelimit::CommandRate;
+use super::wire::Codec;
 
 /// An index into [`Registry::apps`].
 pub(crate) type AppIdx = usize;
@@ -21,8 +23,9 @@ pub(crate) type AppIdx = usize;
 /// One channel's subscribers on this node.
 #[derive(Debug, Default)]
 pub(crate) struct Channel {
-    /// Subscribed sockets, ordered so fan-out is deterministic.
-    pub(crate) subscribers: BTreeSet<ConnId>,
+    /// Subscribed sockets with their wire format, ordered so fan-out is
+    /// deterministic.
+    pub(crate) subscribers: BTreeMap<ConnId, Codec>,
 }
 
 /// A configured app and its live state.
@@ -38,6 +41,13 @@ pub(crate) struct App {
     pub(crate) sockets_by_id: HashMap<String, ConnId>,
     /// Publish keys within their retention window.
     pub(crate) idempotency: IdempotencyKeys,
+    /// Channels other nodes hold subscribers of, with those nodes (kept for
+    /// apps with webhooks only).
+    pub(crate) remote_occupied: BTreeMap<String, BTreeSet<String>>,
+    /// Channels this node's subscribers left while another node held them:
+    /// this node reports `channel_vacated` if the last of those nodes
+    /// leaves without reporting it (they left at the same time).
+    pub(crate) pending_vacated: BTreeSet<String>,
 }
 
 impl App {
@@ -49,7 +59,7 @@ impl App {
     }
 }
 
-/// One open pubb socket.
+/// One open channel socket (pubb or Pusher).
 #[derive(Debug)]
 pub(crate) struct Socket {
     /// Its app.
@@ -62,6 +72,10 @@ pub(crate) struct Socket {
     pub(crate) channels: BTreeMap<String, Option<String>>,
     /// Its recent commands.
     pub(crate) rate: CommandRate,
+    /// Its recent client events (Pusher sockets).
+    pub(crate) client_rate: CommandRate,
+    /// The user it signed in as (`pusher:signin`).
+    pub(crate) user_id: Option<String>,
     /// A close was requested; further messages are ignored.
     pub(crate) closing: bool,
 }
@@ -75,7 +89,7 @@ pub(crate) enum Joined {
     Presence(Arrival),
 }
 
-/// Every app and every open pubb socket.
+/// Every app and every open channel socket.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     /// Apps in config order.
@@ -86,6 +100,8 @@ pub(crate) struct Registry {
     pub(crate) sockets: HashMap<ConnId, Socket>,
     /// Keyed publications waiting for their cluster-wide claims.
     pub(crate) claims: Claims,
+    /// Webhook events of the input being handled.
+    pub(crate) webhooks: Vec<(AppIdx, WebhookEvent)>,
 }
 
 impl Registry {
@@ -102,6 +118,8 @@ impl Registry {
                 presence: BTreeMap::new(),
                 sockets_by_id: HashMap::new(),
                 idempotency: IdempotencyKeys::default(),
+                remote_occupied: BTreeMap::new(),
+                pending_vacated: BTreeSet::new(),
             });
         }
         registry
@@ -117,12 +135,13 @@ impl Registry {
         self.by_id.get(id).copied()
     }
 
-    /// Adds `conn` to `channel`, as a member for presence channels.
+    /// Adds `conn`, which reads `codec`, to `channel`, as a member for
+    /// presence channels.
     pub(crate) fn join(
         &mut self,
         app: AppIdx,
         channel: &str,
-        conn: ConnId,
+        (conn, codec): (ConnId, Codec),
         identity: Option<&Identity>,
     ) -> Joined {
         let state = &mut self.apps[app];
@@ -131,7 +150,7 @@ impl Registry {
             .entry(channel.to_owned())
             .or_default()
             .subscribers
-            .insert(conn);
+            .insert(conn, codec);
         match identity {
             Some(identity) => Joined::Presence(
                 state
@@ -182,6 +201,8 @@ mod tests {
             key: format!("key-{n}"),
             secret: format!("secret-{n}"),
             max_connections: None,
+            client_events: false,
+            webhooks: Vec::new(),
         };
         Registry::new(&[app(1), app(2)])
     }
@@ -204,7 +225,7 @@ mod tests {
     #[test]
     fn apps_are_isolated() {
         let mut r = registry();
-        r.join(0, "news", ConnId(1), None);
+        r.join(0, "news", (ConnId(1), Codec::Pubb), None);
         assert!(r.apps[0].channels.contains_key("news"));
         assert!(!r.apps[1].channels.contains_key("news"));
     }
@@ -218,15 +239,15 @@ mod tests {
             first_here: true,
             new_member: true,
         });
-        assert_eq!(r.join(0, ch, a1, Some(&user("a"))), first);
+        assert_eq!(r.join(0, ch, (a1, Codec::Pubb), Some(&user("a"))), first);
         assert_eq!(
-            r.join(0, ch, a2, Some(&user("a"))),
+            r.join(0, ch, (a2, Codec::Pubb), Some(&user("a"))),
             Joined::Presence(Arrival {
                 first_here: false,
                 new_member: false
             })
         );
-        assert_eq!(r.join(0, ch, b, Some(&user("b"))), first);
+        assert_eq!(r.join(0, ch, (b, Codec::Pubb), Some(&user("b"))), first);
         assert_eq!(r.apps[0].presence.get(ch).map(Presence::count), Some(2));
         let gone = Some(Departure {
             last_here: true,

@@ -9,8 +9,9 @@ use crate::cluster::{ClusterMessage, PresenceEntry};
 use crate::ctx::Ctx;
 
 use super::fanout;
-use super::frames;
+use super::pusher::webhooks;
 use super::registry::{AppIdx, Registry};
+use super::wire::MemberEvent;
 
 /// Applies one message from `node`.
 pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
@@ -51,7 +52,34 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
                 left(reg, cx, app, &channel, node, &user_id);
             }
         }
+        ClusterMessage::ChannelOccupancy {
+            app_id,
+            channel,
+            occupied,
+            reported,
+        } => {
+            if let Some(app) = reg.app_by_id(&app_id) {
+                let change = (occupied, reported);
+                webhooks::remote_occupancy(reg, app, node, &channel, change);
+            }
+        }
+        ClusterMessage::TerminateUser { app_id, user_id } => {
+            if let Some(app) = reg.app_by_id(&app_id) {
+                super::pusher::http::terminate_here(reg, cx, app, &user_id);
+            }
+        }
         ClusterMessage::NodeGone { node: gone } => {
+            for app in 0..reg.apps.len() {
+                let held: Vec<String> = reg.apps[app]
+                    .remote_occupied
+                    .iter()
+                    .filter(|(_, nodes)| nodes.contains(&gone))
+                    .map(|(channel, _)| channel.clone())
+                    .collect();
+                for channel in held {
+                    webhooks::remote_occupancy(reg, app, &gone, &channel, (false, false));
+                }
+            }
             for app in 0..reg.apps.len() {
                 for (channel, node, user) in remote_members(reg, app) {
                     if node == gone {
@@ -139,8 +167,12 @@ fn joined(
     let state = &mut reg.apps[app];
     let presence = state.presence.entry(channel.to_owned()).or_default();
     if presence.join_remote(node, user, info) {
-        let added = frames::member_added(channel, user, presence.info(user));
-        fanout::send(state, cx, channel, &added, None);
+        let info = presence.info(user).cloned();
+        let added = MemberEvent::Added {
+            user_id: user,
+            info: info.as_ref(),
+        };
+        fanout::member(state, cx, channel, added, None);
     }
 }
 
@@ -154,7 +186,12 @@ fn left(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, channel: &str, node: 
         state.presence.remove(channel);
     }
     if gone {
-        let removed = frames::member_removed(channel, user);
-        fanout::send(state, cx, channel, &removed, None);
+        fanout::member(
+            state,
+            cx,
+            channel,
+            MemberEvent::Removed { user_id: user },
+            None,
+        );
     }
 }

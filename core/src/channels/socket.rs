@@ -1,4 +1,6 @@
-//! The pubb socket state machine: handshake, commands, limits, leaving.
+//! The channel socket state machine: opening, limits, subscriptions and
+//! leaving, for both wire formats (pubb commands here, Pusher's in
+//! [`super::pusher`]).
 
 use std::collections::BTreeMap;
 
@@ -12,9 +14,12 @@ use super::fanout;
 use super::frames;
 use super::names::{is_valid_subscription_name, ChannelKind};
 use super::presence::Identity;
+use super::pusher;
+use super::pusher::webhooks::{self, WebhookEvent};
 use super::ratelimit::CommandRate;
 use super::registry::{AppIdx, Joined, Registry, Socket};
 use super::signature;
+use super::wire::{self, Codec, MemberEvent};
 
 /// Why a subscription is refused; its message is the `subscription_error`
 /// data, and the connection stays open.
@@ -36,7 +41,7 @@ const CLOSE_UNKNOWN_APP: CloseReason = CloseReason::Policy;
 /// Close reason when the app filled up between handshake and open.
 const CLOSE_APP_FULL: CloseReason = CloseReason::TryAgainLater;
 
-/// A socket opened: assign its `socket_id` and send `pubb:connection_established`.
+/// A socket opened: assign its `socket_id` and send the connection event.
 pub(crate) fn open(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
@@ -45,6 +50,18 @@ pub(crate) fn open(
     protocol: ChannelProtocol,
     activity_timeout_s: u64,
 ) {
+    if protocol == ChannelProtocol::Pusher {
+        let refusal = if app >= reg.apps.len() {
+            Some(pusher::PusherError::AppNotFound)
+        } else if reg.apps[app].is_full() {
+            Some(pusher::PusherError::OverQuota)
+        } else {
+            None
+        };
+        if let Some(err) = refusal {
+            return pusher::refuse(cx, conn, &err);
+        }
+    }
     if app >= reg.apps.len() {
         cx.out.push_unfenced(Output::Close {
             conn,
@@ -59,7 +76,10 @@ pub(crate) fn open(
         });
         return;
     }
-    let socket_id = cx.ids.hex32();
+    let socket_id = match protocol {
+        ChannelProtocol::Pusher => cx.ids.pusher_socket_id(),
+        _ => cx.ids.hex32(),
+    };
     reg.apps[app].sockets_by_id.insert(socket_id.clone(), conn);
     *cx.metrics
         .channel_connections
@@ -67,7 +87,7 @@ pub(crate) fn open(
         .or_default() += 1;
     cx.out.push_unfenced(Output::Send {
         conn,
-        frame: frames::connection_established(&socket_id, activity_timeout_s),
+        frame: wire::connection_established(protocol, &socket_id, activity_timeout_s),
     });
     let socket = Socket {
         app,
@@ -75,6 +95,8 @@ pub(crate) fn open(
         protocol,
         channels: BTreeMap::new(),
         rate: CommandRate::default(),
+        client_rate: CommandRate::default(),
+        user_id: None,
         closing: false,
     };
     reg.sockets.insert(conn, socket);
@@ -103,6 +125,9 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
     let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
     if !socket.rate.allow(cx.now, limit, window_ms) {
         socket.closing = true;
+        if socket.protocol == ChannelProtocol::Pusher {
+            return pusher::refuse(cx, conn, &pusher::PusherError::OverCapacity);
+        }
         cx.out.push_unfenced(Output::Send {
             conn,
             frame: frames::error(&rate_message(limit, window_ms)),
@@ -114,6 +139,9 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
         return;
     }
     let WsFrame::Text(text) = frame else { return };
+    if socket.protocol == ChannelProtocol::Pusher {
+        return pusher::command(reg, cx, conn, text);
+    }
     match commands::parse(text) {
         Some(Command::Subscribe {
             channel,
@@ -143,10 +171,16 @@ fn rate_message(limit: u32, window_ms: u64) -> String {
     }
 }
 
-fn reject(cx: &mut Ctx<'_>, conn: ConnId, channel: &str, err: &SubscribeError) {
+fn reject(
+    cx: &mut Ctx<'_>,
+    conn: ConnId,
+    protocol: ChannelProtocol,
+    channel: &str,
+    err: &SubscribeError,
+) {
     cx.out.push_unfenced(Output::Send {
         conn,
-        frame: frames::subscription_error(channel, &err.to_string()),
+        frame: wire::subscription_error(protocol, channel, err),
     });
 }
 
@@ -181,12 +215,17 @@ fn authorize(
         return Err(NotAuthorized);
     }
     match signed_data {
+        Some(data) if socket.protocol == ChannelProtocol::Pusher => {
+            Identity::parse_pusher(data).map(Some).ok_or(NotAuthorized)
+        }
         Some(data) => Identity::parse(data).map(Some).ok_or(NotAuthorized),
         None => Ok(None),
     }
 }
 
-fn subscribe(
+/// Subscribes `conn` to `channel`, checking its name, signature and the
+/// channel limit; acknowledges in the socket's wire format.
+pub(crate) fn subscribe(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
     conn: ConnId,
@@ -197,21 +236,25 @@ fn subscribe(
     let Some(socket) = reg.sockets.get(&conn) else {
         return;
     };
-    if !is_valid_subscription_name(channel) {
-        return reject(cx, conn, channel, &SubscribeError::InvalidChannel);
+    let protocol = socket.protocol;
+    let own_user_channel = socket
+        .user_id
+        .as_deref()
+        .is_some_and(|user| pusher::user_channel(user) == channel);
+    if !own_user_channel && !is_valid_subscription_name(channel) {
+        return reject(cx, conn, protocol, channel, &SubscribeError::InvalidChannel);
     }
     let identity = match authorize(reg, socket, channel, auth, channel_data) {
         Ok(identity) => identity,
-        Err(err) => return reject(cx, conn, channel, &err),
+        Err(err) => return reject(cx, conn, protocol, channel, &err),
     };
-    let protocol = socket.protocol;
     if socket.channels.contains_key(channel) {
-        let frame = frames::subscription_succeeded(protocol, channel);
+        let frame = wire::subscription_succeeded(protocol, channel);
         return cx.out.push_unfenced(Output::Send { conn, frame });
     }
     if socket.channels.len() >= cx.limits.max_channels {
         let err = SubscribeError::TooManyChannels(cx.limits.max_channels);
-        return reject(cx, conn, channel, &err);
+        return reject(cx, conn, protocol, channel, &err);
     }
     let app = socket.app;
     if let Some(socket) = reg.sockets.get_mut(&conn) {
@@ -221,26 +264,37 @@ fn subscribe(
         );
     }
     cx.metrics.channel_subscriptions += 1;
-    match reg.join(app, channel, conn, identity.as_ref()) {
+    if !reg.apps[app].channels.contains_key(channel) {
+        webhooks::occupancy(reg, cx, app, channel, true);
+    }
+    match reg.join(app, channel, (conn, Codec::of(protocol)), identity.as_ref()) {
         Joined::Plain => {
             cx.out.push_unfenced(Output::Send {
                 conn,
-                frame: frames::subscription_succeeded(protocol, channel),
+                frame: wire::subscription_succeeded(protocol, channel),
             });
         }
         Joined::Presence(arrival) => {
             let Some(presence) = reg.apps[app].presence.get(channel) else {
                 return;
             };
-            let frame = frames::presence_succeeded(protocol, channel, presence.snapshot());
+            let frame = wire::presence_succeeded(protocol, channel, presence.snapshot());
             cx.out.push_unfenced(Output::Send { conn, frame });
             let Some(identity) = identity else {
                 return;
             };
             let info = presence.info(&identity.user_id).cloned();
             if arrival.new_member {
-                let added = frames::member_added(channel, &identity.user_id, info.as_ref());
-                fanout::send(&reg.apps[app], cx, channel, &added, Some(conn));
+                let event = WebhookEvent::MemberAdded {
+                    channel: channel.to_owned(),
+                    user_id: identity.user_id.clone(),
+                };
+                webhooks::note(reg, app, event);
+                let added = MemberEvent::Added {
+                    user_id: &identity.user_id,
+                    info: info.as_ref(),
+                };
+                fanout::member(&reg.apps[app], cx, channel, added, Some(conn));
             }
             if arrival.first_here {
                 fanout::announce(
@@ -257,7 +311,8 @@ fn subscribe(
     }
 }
 
-fn unsubscribe(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, channel: &str) {
+/// Removes `conn` from `channel` (no acknowledgement in either format).
+pub(crate) fn unsubscribe(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, channel: &str) {
     let Some(socket) = reg.sockets.get_mut(&conn) else {
         return;
     };
@@ -269,7 +324,7 @@ fn unsubscribe(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, channel: &str
 }
 
 /// Removes `conn` from one channel; the last socket of a presence user
-/// anywhere makes the others hear `pubb:member_removed`.
+/// anywhere makes the others hear that the member left.
 fn leave(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
@@ -279,12 +334,25 @@ fn leave(
     user: Option<&str>,
 ) {
     cx.metrics.channel_subscriptions = cx.metrics.channel_subscriptions.saturating_sub(1);
-    let (Some(departure), Some(user)) = (reg.leave(app, channel, conn, user), user) else {
+    let departure = reg.leave(app, channel, conn, user);
+    let vacated = !reg.apps[app].channels.contains_key(channel);
+    let (Some(departure), Some(user)) = (departure, user) else {
+        if vacated {
+            webhooks::occupancy(reg, cx, app, channel, false);
+        }
         return;
     };
     if departure.gone {
-        let removed = frames::member_removed(channel, user);
-        fanout::send(&reg.apps[app], cx, channel, &removed, None);
+        let event = WebhookEvent::MemberRemoved {
+            channel: channel.to_owned(),
+            user_id: user.to_owned(),
+        };
+        webhooks::note(reg, app, event);
+        let removed = MemberEvent::Removed { user_id: user };
+        fanout::member(&reg.apps[app], cx, channel, removed, None);
+    }
+    if vacated {
+        webhooks::occupancy(reg, cx, app, channel, false);
     }
     if departure.last_here {
         fanout::announce(

@@ -1,4 +1,5 @@
-//! The `/socket` handshake: what the edge reads from the upgrade request.
+//! The `/socket` and `/app/:key` handshakes: what the edge reads from the
+//! upgrade request.
 //! The accepted handshake that opening the socket requires is vocabulary
 //! ([`crate::io::AcceptedHandshake`]).
 
@@ -12,9 +13,12 @@ use super::query::Query;
 pub struct ChannelsUpgrade {
     /// The `appKey` query parameter (`None` when absent or empty).
     pub app_key: Option<String>,
-    /// `protocol=2` asks for `pubb:subscription_succeeded`; anything else
-    /// (absent, `1`, `3`…) is the legacy acknowledgement.
+    /// `/socket`: `protocol=2` asks for `pubb:subscription_succeeded`;
+    /// anything else (absent, `1`, `3`…) is the legacy acknowledgement.
+    /// `/app/:key`: [`ChannelProtocol::Pusher`].
     pub protocol: ChannelProtocol,
+    /// `/app/:key`: the `protocol` query value (Pusher's protocol version).
+    pub version: Option<String>,
 }
 
 impl ChannelsUpgrade {
@@ -25,6 +29,16 @@ impl ChannelsUpgrade {
                 Some("2") => ChannelProtocol::V2,
                 _ => ChannelProtocol::Legacy,
             },
+            version: None,
+        }
+    }
+
+    /// A Pusher upgrade: the key from the path, the version from the query.
+    pub(crate) fn pusher(key: &str, query: &Query) -> ChannelsUpgrade {
+        ChannelsUpgrade {
+            app_key: Some(key.to_owned()),
+            protocol: ChannelProtocol::Pusher,
+            version: query.get("protocol").map(str::to_owned),
         }
     }
 }

@@ -9,10 +9,10 @@
 //! neither restates a rule.
 //!
 //! Decisions:
-//! - **Routes.** `/v1/threads…` and `/api/apps/:appId/…` go to the engine,
-//!   which answers their 404s and 405s itself. `GET <ws_path>` (default
-//!   `/v1/ws`) and `GET /socket` with `Upgrade: websocket` are the two
-//!   sockets; without that header they answer `400` (plain text), with
+//! - **Routes.** `/v1/threads…`, `/api/apps/:appId/…` and Pusher's
+//!   `/apps/:appId/…` go to the engine, which answers their 404s and 405s
+//!   itself. `GET <ws_path>` (default `/v1/ws`), `GET /socket` and Pusher's
+//!   `GET /app/:key` with `Upgrade: websocket` are the sockets; without that header they answer `400` (plain text), with
 //!   another method `405`. `GET`/`HEAD` of `/healthz`, `/readyz` and
 //!   `/metrics` are the host endpoints. Any other `GET`/`HEAD` is the page
 //!   (a host without one answers [`not_found`]); any other method is `405`.
@@ -64,6 +64,7 @@ pub use path::PathError;
 pub use query::{BadQuery, Query};
 pub use slow::{OutboundLimit, SlowConsumer, SLOW_CONSUMER_CLOSE};
 
+pub(crate) use path::segments as path_segments;
 pub(crate) use path::{channels_endpoint, engine_api, threads_segments, Api, ChannelsEndpoint};
 
 /// The `/v1/ws` path when the host's config sets none.
@@ -87,7 +88,7 @@ pub struct RequestHead<'a> {
 /// What a request is, decided by [`Edge::route`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `/v1/threads…` or `/api/apps/…`: hand it to the engine as
+    /// `/v1/threads…`, `/api/apps/…` or `/apps/…`: hand it to the engine as
     /// [`Input::Http`](crate::Input::Http), with the raw path and query.
     Engine,
     /// The `/v1/ws` upgrade, with its bearer token (`None`: no token).
@@ -95,7 +96,7 @@ pub enum Endpoint {
         /// The token, from `Authorization` or `?access_token=`.
         token: Option<String>,
     },
-    /// The `/socket` upgrade: decide it with
+    /// The `/socket` or `/app/:key` upgrade: decide it with
     /// [`Engine::channel_handshake`](crate::Engine::channel_handshake).
     ChannelsSocket(ChannelsUpgrade),
     /// `GET /healthz`: answer [`healthy`].
@@ -114,7 +115,7 @@ pub enum Endpoint {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "ws_path {0:?} must be a plain path starting with '/', other than / /socket /healthz \
-     /readyz /metrics and not under /v1/threads or /api/apps"
+     /readyz /metrics and not under /v1/threads, /api/apps, /app or /apps"
 )]
 pub struct InvalidWsPath(pub String);
 
@@ -147,6 +148,8 @@ impl Edge {
             names[..],
             ["v1", "threads", ..]
                 | ["api", "apps", ..]
+                | ["app", ..]
+                | ["apps", ..]
                 | [""]
                 | ["socket"]
                 | ["healthz"]
@@ -192,6 +195,7 @@ impl Edge {
         }
         match segments.iter().map(Cow::as_ref).collect::<Vec<&str>>()[..] {
             ["socket"] => socket(request, Socket::Channels),
+            ["app", key] => socket(request, Socket::Pusher(key)),
             ["healthz"] => host_endpoint(Endpoint::Health),
             ["readyz"] => host_endpoint(Endpoint::Ready),
             ["metrics"] => host_endpoint(Endpoint::Metrics),
@@ -201,9 +205,11 @@ impl Edge {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Socket {
+enum Socket<'a> {
     Threads,
     Channels,
+    /// `/app/:key`, with the key.
+    Pusher(&'a str),
 }
 
 /// Whether an `Upgrade` header value asks for a WebSocket.
@@ -214,7 +220,7 @@ fn is_websocket(upgrade: Option<&str>) -> bool {
     })
 }
 
-fn socket(request: &RequestHead<'_>, kind: Socket) -> Endpoint {
+fn socket(request: &RequestHead<'_>, kind: Socket<'_>) -> Endpoint {
     if request.method != "GET" {
         return Endpoint::Answer(method_not_allowed());
     }
@@ -222,13 +228,14 @@ fn socket(request: &RequestHead<'_>, kind: Socket) -> Endpoint {
         return Endpoint::Answer(not_an_upgrade());
     }
     let Ok(query) = Query::parse(request.query) else {
-        return Endpoint::Answer(answers::bad_query(kind == Socket::Channels));
+        return Endpoint::Answer(answers::bad_query(kind != Socket::Threads));
     };
     match kind {
         Socket::Threads => Endpoint::ThreadsSocket {
             token: bearer::socket_token(request.authorization, &query),
         },
         Socket::Channels => Endpoint::ChannelsSocket(ChannelsUpgrade::from_query(&query)),
+        Socket::Pusher(key) => Endpoint::ChannelsSocket(ChannelsUpgrade::pusher(key, &query)),
     }
 }
 

@@ -56,6 +56,8 @@ pub(crate) enum Api {
     Threads,
     /// `/api/apps/:appId/…`
     Channels,
+    /// `/apps/:appId/…`: Pusher's HTTP API.
+    Pusher,
 }
 
 /// The engine API of decoded `segments`, if any.
@@ -64,6 +66,7 @@ pub(crate) fn api_of(segments: &[Cow<'_, str>]) -> Option<Api> {
     match (first(0), first(1), segments.len()) {
         (Some("v1"), Some("threads"), _) => Some(Api::Threads),
         (Some("api"), Some("apps"), 3..) => Some(Api::Channels),
+        (Some("apps"), _, 2..) => Some(Api::Pusher),
         _ => None,
     }
 }
@@ -150,6 +153,7 @@ mod tests {
         assert_eq!(engine_api("/api/apps/app-1/events"), Api::Channels);
         assert_eq!(engine_api("/api/apps/"), Api::Channels);
         assert_eq!(engine_api("/v1/threads/x"), Api::Threads);
+        assert_eq!(engine_api("/apps/app-1/events"), Api::Pusher);
         assert_eq!(
             threads_segments("/v1/threads/t-1/grants/a%2Fb").unwrap(),
             Some(vec!["t-1".into(), "grants".into(), "a/b".into()])

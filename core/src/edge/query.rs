@@ -35,6 +35,11 @@ impl Query {
         Ok(Query(pairs))
     }
 
+    /// Every decoded pair, in order (repeats and empty values included).
+    pub(crate) fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
     /// The value of `name`, if present and non-empty.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0

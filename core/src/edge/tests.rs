@@ -113,9 +113,23 @@ fn sockets_need_get_and_an_upgrade() {
         route(&listed),
         Endpoint::ChannelsSocket(ChannelsUpgrade {
             app_key: Some("k".into()),
-            protocol: ChannelProtocol::V2
+            protocol: ChannelProtocol::V2,
+            version: None,
         })
     );
+    let pusher = RequestHead {
+        upgrade: Some("websocket"),
+        ..head("GET", "/app/k%2D1", "protocol=7&client=js&version=8.4.0")
+    };
+    assert_eq!(
+        route(&pusher),
+        Endpoint::ChannelsSocket(ChannelsUpgrade {
+            app_key: Some("k-1".into()),
+            protocol: ChannelProtocol::Pusher,
+            version: Some("7".into()),
+        })
+    );
+    assert_eq!(route(&head("POST", "/apps/1/events", "")), Endpoint::Engine);
     let Endpoint::Answer(bad) = route(&upgrade("/socket", "appKey=%zz")) else {
         panic!("routed");
     };

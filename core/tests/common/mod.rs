@@ -350,6 +350,7 @@ impl Harness {
                 value,
                 ..
             } => self.claims.push((claim, app_id, key, value)),
+            Output::Webhook { url, .. } => panic!("a webhook to {url}: no app here has one"),
         }
     }
 

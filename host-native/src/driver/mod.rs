@@ -27,6 +27,8 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 pub(crate) mod conn;
 mod writers;
 
+use crate::webhooks::Webhooks;
+
 use crate::cluster::{Broker, ClusterSettings, Health};
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
@@ -160,6 +162,8 @@ struct Driver {
     due: Vec<ConnId>,
     /// The link to the other nodes, in cluster mode.
     broker: Option<Broker>,
+    /// Pusher webhook delivery.
+    webhooks: Webhooks,
     /// Claims no broker could take, to report as unavailable.
     unclaimed: Vec<ClaimId>,
     /// The threads that write the due sockets; `None`: the engine's
@@ -241,13 +245,14 @@ pub(crate) fn spawn(
         done: done_rx,
         reads: read_rx,
     };
+    let webhooks = Webhooks::new(tokio::runtime::Handle::current());
     let build = move || {
         let engine = Engine::new(config, seed);
         let writers = match io_threads {
             0 => None,
             n => Some(Writers::start(n)?),
         };
-        let driver = Driver::new(engine, persister, reads, stats, broker, writers);
+        let driver = Driver::new(engine, persister, reads, stats, broker, webhooks, writers);
         Ok::<_, std::io::Error>(driver)
     };
     let engine = match home {
@@ -310,6 +315,7 @@ impl Driver {
         reads: Reads,
         stats: Arc<Stats>,
         broker: Option<Broker>,
+        webhooks: Webhooks,
         writers: Option<Writers>,
     ) -> Driver {
         Driver {
@@ -327,6 +333,7 @@ impl Driver {
             answered: Vec::new(),
             due: Vec::new(),
             broker,
+            webhooks,
             unclaimed: Vec::new(),
             writers,
         }
@@ -604,6 +611,12 @@ impl Driver {
                 Some(broker) => broker.claim(claim, app_id, key, value, ttl_ms),
                 None => self.unclaimed.push(claim),
             },
+            Output::Webhook {
+                url,
+                key,
+                signature,
+                body,
+            } => self.webhooks.send(url, key, signature, body),
             Output::Read { read, query } => match &self.reads {
                 Reads::Inline(store) => self.answered.push((read, store.read(&query))),
                 Reads::Pool(pool) => pool.submit(read, query),

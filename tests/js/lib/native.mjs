@@ -1,5 +1,6 @@
-// The native `bubble` binary as a child process, started from a config
-// (the keys of bubble.toml) on an ephemeral port.
+// The native `bubble` binary as a child process, started from a config:
+// what every test of the native server needs (hosts.mjs adds the worker
+// module beside it).
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -36,6 +37,7 @@ export function toToml(config) {
         for (const item of v) {
           lines.push('', `[[${name}]]`);
           scalars(item);
+          tables(item, name);
         }
       } else if (v && typeof v === 'object' && !Array.isArray(v)) {
         lines.push('', `[${name}]`);
@@ -50,16 +52,17 @@ export function toToml(config) {
 }
 
 /**
- * `bubble serve` on an ephemeral port with an in-memory store, or `store`
- * (e.g. `sqlite:/tmp/x/bubble.db`), and its built-in page at `/`.
+ * `bubble serve` on an ephemeral port (and its built-in page at `/`), with
+ * an in-memory store unless `store` names another; `args` are added to the
+ * command line (a cluster node's `--node-id`, `--broker`…).
  */
-export async function startNative(config = CONFIG, { store = 'memory' } = {}) {
+export async function startNative(config = CONFIG, { store = 'memory', args: extra = [] } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
   const binary = process.env.BUBBLE_BIN ?? join(resolve(REPO, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/bubble');
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
-  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', store];
+  const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', store, ...extra];
   const child = spawn(binary, args, {
     cwd: dir,
     env,

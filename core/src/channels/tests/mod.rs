@@ -13,6 +13,7 @@ use super::signature::auth_string;
 mod arbitrary_frames;
 mod cluster;
 mod presence_model;
+mod pusher;
 
 struct Harness {
     engine: Engine,
@@ -30,6 +31,8 @@ fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
         key: format!("key-{n}"),
         secret: format!("secret-{n}"),
         max_connections,
+        client_events: true,
+        webhooks: Vec::new(),
     }
 }
 
@@ -149,6 +152,7 @@ fn upgrade(app_key: Option<&str>, protocol: ChannelProtocol) -> ChannelsUpgrade 
     ChannelsUpgrade {
         app_key: app_key.map(str::to_owned),
         protocol,
+        version: (protocol == ChannelProtocol::Pusher).then(|| "7".to_owned()),
     }
 }
 

@@ -97,7 +97,10 @@ impl Host {
                     self.responses.push((response.status, body));
                 }
                 Output::WantDrained { conn } => self.drains.push(conn),
-                Output::Ping { .. } | Output::Broadcast { .. } | Output::Claim { .. } => {}
+                Output::Ping { .. }
+                | Output::Broadcast { .. }
+                | Output::Claim { .. }
+                | Output::Webhook { .. } => {}
             }
         }
     }
