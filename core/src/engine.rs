@@ -11,6 +11,7 @@ use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::HttpResponse;
+use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
 use crate::ids::{ConnId, Millis, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
@@ -32,6 +33,7 @@ pub struct Engine {
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
     heartbeats: Heartbeats,
+    http_rates: HttpRates,
     out: Outbox,
     ids: IdGen,
     metrics: Metrics,
@@ -46,6 +48,7 @@ impl Engine {
             threads: Threads::new(&config),
             channels: Channels::new(&config),
             heartbeats: Heartbeats::new(config.heartbeat),
+            http_rates: HttpRates::default(),
             conns: HashMap::new(),
             out: Outbox::default(),
             ids: IdGen::new(seed),
@@ -71,6 +74,7 @@ impl Engine {
             &mut self.channels,
             &mut self.conns,
             &mut self.heartbeats,
+            &mut self.http_rates,
             &self.auth,
             input,
         );
@@ -78,12 +82,14 @@ impl Engine {
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         cx: &mut Ctx<'_>,
         threads: &mut Threads,
         channels: &mut Channels,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
+        http_rates: &mut HttpRates,
         auth: &Authenticator,
         input: Input<'_>,
     ) -> Result<(), Misuse> {
@@ -143,7 +149,17 @@ impl Engine {
                 } else {
                     let principal = crate::edge::bearer(request.authorization)
                         .and_then(|t| auth.authenticate(t, now));
-                    threads.http(cx, req, principal, &request);
+                    let limits = cx.limits;
+                    let refused = principal.as_ref().ok().and_then(|p| {
+                        http_rates.check(p, now, limits.http_rate, limits.http_rate_window_ms)
+                    });
+                    match refused {
+                        Some(response) => {
+                            cx.metrics.count_error(crate::ErrorCode::RateLimited);
+                            cx.out.push_unfenced(Output::Respond { req, response });
+                        }
+                        None => threads.http(cx, req, principal, &request),
+                    }
                 }
             }
             Input::Persisted { batch } => {

@@ -83,6 +83,7 @@ mod engine;
 pub mod error;
 mod heartbeat;
 pub mod http;
+mod http_rate;
 mod idgen;
 pub mod ids;
 mod io;

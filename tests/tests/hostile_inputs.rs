@@ -7,7 +7,7 @@ mod channels_common;
 use bubble_tests::threads::{
     append, create_thread, error_code, expect_event, run_started, subscribe,
 };
-use bubble_tests::{raw_request, Server, WsClient, ALICE, HANG_TIMEOUT};
+use bubble_tests::{raw_request, Server, WsClient, ALICE, BOB, HANG_TIMEOUT};
 use channels_common::{backend, config_with, connect, events_path};
 
 fn nested(depth: usize) -> String {
@@ -204,4 +204,38 @@ async fn handshake_flood_with_bad_credentials() {
             .expect("flood client");
     }
     still_serving(&server, &mut calm, &mut seq).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
+    let server = Server::start(&config_with(
+        "[limits]\nhttp_rate = 5\nhttp_rate_window_ms = 600000\n",
+    ));
+    let mut calm = {
+        let mut ws = server.ws(ALICE).await;
+        create_thread(&server.http(BOB), "calm").await;
+        bubble_tests::threads::grant(&server.http(BOB), "calm", "alice", "reader").await;
+        subscribe(&mut ws, "calm", None).await;
+        ws
+    };
+    let alice = server.http(ALICE);
+    // Within the window: five requests, then every further one is refused.
+    for i in 0..5 {
+        let (status, body) = alice.get("/v1/threads").await;
+        assert_eq!(status, 200, "request {i}: {body}");
+    }
+    for _ in 0..3 {
+        let res = alice.request("GET", "/v1/threads", &[], Vec::new()).await;
+        assert_eq!(res.status, 429, "{}", res.text());
+        error_code(&res.json(), "rate_limited");
+        let retry: u64 = res
+            .header("retry-after")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After in seconds");
+        assert!((1..=600).contains(&retry), "{retry}");
+    }
+    // Another principal is served, and alice's socket still gets events.
+    let bob = server.http(BOB);
+    append(&bob, "calm", &run_started("r")).await;
+    expect_event(&mut calm, "calm", 1).await;
 }
