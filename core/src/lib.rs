@@ -77,6 +77,7 @@ pub mod channels;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+mod conn_limits;
 mod ctx;
 pub mod edge;
 mod engine;

@@ -239,3 +239,59 @@ async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
     append(&bob, "calm", &run_started("r")).await;
     expect_event(&mut calm, "calm", 1).await;
 }
+
+/// Opens `/v1/ws` as `token` and tells whether it was admitted: a refused
+/// socket gets an unscoped `rate_limited` error and close 1013.
+async fn admitted(server: &Server, token: &str) -> Option<WsClient> {
+    let mut ws = server.ws(token).await;
+    ws.send_json(&serde_json::json!({"type": "thread.subscribe", "threadId": "calm"}))
+        .await;
+    let frame = ws.recv_json().await;
+    if frame["type"] == "thread.subscription_opened" {
+        return Some(ws);
+    }
+    bubble_tests::threads::error_frame(&frame, "rate_limited", None);
+    assert_eq!(ws.recv_close().await, Some(1013));
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_limits_per_principal_and_global() {
+    let server = Server::start(&config_with(
+        "[limits]\nmax_connections_per_principal = 2\nmax_connections = 4\n",
+    ));
+    create_thread(&server.http(BOB), "calm").await;
+    bubble_tests::threads::grant(&server.http(BOB), "calm", "alice", "reader").await;
+
+    // Per principal: alice's third socket is refused, bob still gets his.
+    let first = admitted(&server, ALICE).await.expect("alice 1");
+    let _second = admitted(&server, ALICE).await.expect("alice 2");
+    assert!(admitted(&server, ALICE).await.is_none(), "alice 3");
+    let mut bob = admitted(&server, BOB).await.expect("bob 1");
+
+    // Global, both protocols: a fourth socket fits, a fifth is refused.
+    let _socket = connect(&server).await;
+    let url = server.ws_url(&format!(
+        "/socket?appKey={}&protocol=2",
+        bubble_tests::APP_KEY
+    ));
+    match WsClient::connect(&url, None).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 503);
+            assert!(response.headers().contains_key("retry-after"));
+        }
+        other => panic!("expected 503, got {:?}", other.map(|_| "a socket")),
+    }
+    assert!(admitted(&server, BOB).await.is_none(), "bob 2, the fifth");
+
+    // The admitted go on being served.
+    append(&server.http(BOB), "calm", &run_started("r")).await;
+    expect_event(&mut bob, "calm", 1).await;
+
+    // A closed socket frees its place.
+    first.close(1000).await;
+    let deadline = tokio::time::Instant::now() + HANG_TIMEOUT;
+    while admitted(&server, ALICE).await.is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "the place is freed");
+    }
+}
