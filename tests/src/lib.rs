@@ -24,6 +24,7 @@
 mod binary;
 mod cluster;
 mod config;
+pub mod crash;
 mod http;
 mod jwt;
 mod proxy;
