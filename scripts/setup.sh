@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine: the wasm target, the
-# wasm-bindgen CLI at the version pinned in Cargo.lock, Debian's Chromium
+# wasm-bindgen CLI at the version pinned in Cargo.lock, cargo-fuzz, Debian's Chromium
 # and nginx with nchan, the npm packages, and running PostgreSQL and Redis
 # (scripts/setup-services.sh). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target add wasm32-unknown-unknown >/dev/null
+
+# cargo-fuzz (libFuzzer) for scripts/fuzz.sh.
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 
 need_apt=()
 command -v chromium >/dev/null || need_apt+=(chromium)

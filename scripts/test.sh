@@ -28,6 +28,9 @@ scripts/check-wasm-core.sh
 echo "== Rust tests (unit, contract, property, black-box)"
 cargo test --workspace --features bubble-core/contract
 
+echo "== fuzz targets, ${FUZZ_SECS:-20}s each"
+scripts/fuzz.sh
+
 for extra in scripts/test-js.sh scripts/bench-smoke.sh; do
   if [ -x "$extra" ]; then
     echo "== $extra"

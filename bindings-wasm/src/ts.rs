@@ -100,5 +100,9 @@ export interface Limits {
   command_rate: number;
   command_rate_window_ms: number;
   idempotency_retention_ms: number;
+  http_rate: number;
+  http_rate_window_ms: number;
+  max_connections: number;
+  max_connections_per_principal: number;
 }
 "#;

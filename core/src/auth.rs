@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
-use sha2::Sha256;
+use sha2::{Digest as _, Sha256};
 
 use crate::config::AuthConfig;
 use crate::error::BubbleError;
@@ -23,6 +23,9 @@ pub enum AuthError {
     /// The JWT's `exp` has passed.
     #[error("The bearer token has expired.")]
     Expired,
+    /// The JWT's `nbf` is still ahead.
+    #[error("The bearer token is not valid yet.")]
+    NotYetValid,
 }
 
 impl From<AuthError> for BubbleError {
@@ -35,12 +38,22 @@ impl From<AuthError> for BubbleError {
 struct Claims {
     sub: String,
     exp: Option<u64>,
+    nbf: Option<u64>,
+}
+
+/// The SHA-256 digest of a static token: the table is keyed by digests, so
+/// a lookup compares digests, never the secret tokens themselves, and its
+/// timing tells nothing about how much of a guess matched.
+type TokenDigest = [u8; 32];
+
+fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// Resolves bearer tokens to principals through the configured drivers.
 #[derive(Debug, Clone, Default)]
 pub struct Authenticator {
-    tokens: HashMap<String, PrincipalId>,
+    tokens: HashMap<TokenDigest, PrincipalId>,
     jwt_secret: Option<Vec<u8>>,
 }
 
@@ -48,14 +61,18 @@ impl Authenticator {
     /// Drivers from config.
     pub fn new(config: &AuthConfig) -> Authenticator {
         Authenticator {
-            tokens: config.tokens.iter().cloned().collect(),
+            tokens: config
+                .tokens
+                .iter()
+                .map(|(token, principal)| (digest(token), principal.clone()))
+                .collect(),
             jwt_secret: config.jwt_secret.as_ref().map(|s| s.as_bytes().to_vec()),
         }
     }
 
     /// The principal `token` stands for at `now`.
     pub fn authenticate(&self, token: &str, now: Millis) -> Result<PrincipalId, AuthError> {
-        if let Some(principal) = self.tokens.get(token) {
+        if let Some(principal) = self.tokens.get(&digest(token)) {
             return Ok(principal.clone());
         }
         match &self.jwt_secret {
@@ -92,6 +109,12 @@ fn verify_jwt(secret: &[u8], token: &str, now: Millis) -> Result<PrincipalId, Au
         .is_some_and(|exp| exp.saturating_mul(1000) <= now.0)
     {
         return Err(AuthError::Expired);
+    }
+    if claims
+        .nbf
+        .is_some_and(|nbf| nbf.saturating_mul(1000) > now.0)
+    {
+        return Err(AuthError::NotYetValid);
     }
     if claims.sub.is_empty() {
         return Err(AuthError::Invalid);
@@ -155,5 +178,59 @@ mod tests {
             auth().authenticate(&forged, Millis(0)),
             Err(AuthError::Invalid)
         );
+    }
+
+    #[test]
+    fn jwt_nbf_in_the_future_is_refused() {
+        let token = sign_jwt(b"s3cret", &json!({"sub": "bob", "nbf": 100}));
+        assert_eq!(
+            auth().authenticate(&token, Millis(99_999)),
+            Err(AuthError::NotYetValid)
+        );
+        assert_eq!(
+            auth().authenticate(&token, Millis(100_000)),
+            Ok(PrincipalId::new("bob"))
+        );
+    }
+
+    /// A token whose header names another algorithm is refused whatever its
+    /// signature: `none` with no signature, `none` or `RS256` or `HS512`
+    /// signed with the HS256 secret.
+    #[test]
+    fn jwt_alg_confusion_is_refused() {
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let payload = b64.encode(json!({"sub": "bob"}).to_string());
+        for alg in ["none", "None", "RS256", "HS512", "hs256", ""] {
+            let header = b64.encode(json!({"alg": alg, "typ": "JWT"}).to_string());
+            let input = format!("{header}.{payload}");
+            let mut mac = Hmac::<Sha256>::new_from_slice(b"s3cret").expect("key");
+            mac.update(input.as_bytes());
+            let signature = b64.encode(mac.finalize().into_bytes());
+            for token in [format!("{input}."), format!("{input}.{signature}")] {
+                assert_eq!(
+                    auth().authenticate(&token, Millis(0)),
+                    Err(AuthError::Invalid),
+                    "alg {alg:?}: {token}"
+                );
+            }
+        }
+        let header = b64.encode(br#"{"typ":"JWT"}"#);
+        let token = format!("{header}.{payload}.");
+        assert_eq!(
+            auth().authenticate(&token, Millis(0)),
+            Err(AuthError::Invalid)
+        );
+    }
+
+    #[test]
+    fn a_static_token_must_match_whole() {
+        let auth = auth();
+        for guess in ["dev-alic", "dev-alice ", "DEV-ALICE", "", "dev-alicf"] {
+            assert_eq!(
+                auth.authenticate(guess, Millis(0)),
+                Err(AuthError::Invalid),
+                "{guess:?}"
+            );
+        }
     }
 }

@@ -96,6 +96,18 @@ pub struct Limits {
     pub command_rate_window_ms: u64,
     /// How long a publish `Idempotency-Key` is remembered (24 h).
     pub idempotency_retention_ms: u64,
+    /// Threads API requests one principal may make per
+    /// `http_rate_window_ms`; the next is answered `429` with `Retry-After`
+    /// (0, the default: no limit).
+    pub http_rate: u32,
+    /// The window of `http_rate`, in milliseconds (1000).
+    pub http_rate_window_ms: u64,
+    /// Sockets of both protocols the engine holds at once (0, the default:
+    /// no limit beyond each app's `max_connections`).
+    pub max_connections: usize,
+    /// `/v1/ws` sockets one principal holds at once (0, the default: no
+    /// limit).
+    pub max_connections_per_principal: usize,
 }
 
 impl Default for Limits {
@@ -115,6 +127,10 @@ impl Default for Limits {
             command_rate: 20,
             command_rate_window_ms: 1000,
             idempotency_retention_ms: 24 * 60 * 60 * 1000,
+            http_rate: 0,
+            http_rate_window_ms: 1000,
+            max_connections: 0,
+            max_connections_per_principal: 0,
         }
     }
 }

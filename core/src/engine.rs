@@ -7,16 +7,26 @@ use crate::auth::Authenticator;
 use crate::channels::Channels;
 use crate::cluster::ClusterMessage;
 use crate::config::{Config, Limits};
+use crate::conn_limits::{self, PrincipalConns};
 use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::HttpResponse;
+use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
 use crate::ids::{ConnId, Millis, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::threads::Threads;
+
+/// What opening a `/v1/ws` socket needs to know.
+struct Opening<'a> {
+    conn: ConnId,
+    token: Option<&'a str>,
+    /// Where a resumed socket's subscriptions stand (empty for a new one).
+    subscriptions: &'a [(ThreadId, u64)],
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ConnKind {
@@ -32,6 +42,8 @@ pub struct Engine {
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
     heartbeats: Heartbeats,
+    http_rates: HttpRates,
+    principal_conns: PrincipalConns,
     out: Outbox,
     ids: IdGen,
     metrics: Metrics,
@@ -46,6 +58,8 @@ impl Engine {
             threads: Threads::new(&config),
             channels: Channels::new(&config),
             heartbeats: Heartbeats::new(config.heartbeat),
+            http_rates: HttpRates::default(),
+            principal_conns: PrincipalConns::default(),
             conns: HashMap::new(),
             out: Outbox::default(),
             ids: IdGen::new(seed),
@@ -71,6 +85,8 @@ impl Engine {
             &mut self.channels,
             &mut self.conns,
             &mut self.heartbeats,
+            &mut self.http_rates,
+            &mut self.principal_conns,
             &self.auth,
             input,
         );
@@ -78,35 +94,39 @@ impl Engine {
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         cx: &mut Ctx<'_>,
         threads: &mut Threads,
         channels: &mut Channels,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
+        http_rates: &mut HttpRates,
+        principal_conns: &mut PrincipalConns,
         auth: &Authenticator,
         input: Input<'_>,
     ) -> Result<(), Misuse> {
         let now = cx.now;
         match input {
             Input::OpenThreads { conn, token } => {
-                Self::open_threads(cx, threads, conns, heartbeats, auth, conn, token, &[])?;
+                let open = Opening {
+                    conn,
+                    token,
+                    subscriptions: &[],
+                };
+                Self::open_threads(cx, threads, conns, heartbeats, principal_conns, auth, open)?;
             }
             Input::ResumeThreads {
                 conn,
                 token,
                 subscriptions,
             } => {
-                Self::open_threads(
-                    cx,
-                    threads,
-                    conns,
-                    heartbeats,
-                    auth,
+                let open = Opening {
                     conn,
                     token,
                     subscriptions,
-                )?;
+                };
+                Self::open_threads(cx, threads, conns, heartbeats, principal_conns, auth, open)?;
             }
             Input::OpenChannels { conn, handshake } => {
                 Self::register(conns, conn, ConnKind::Channels)?;
@@ -132,6 +152,7 @@ impl Engine {
             Input::Closed { conn } => {
                 let kind = conns.remove(&conn).ok_or(Misuse::UnknownConn(conn))?;
                 heartbeats.close(conn);
+                principal_conns.closed(conn);
                 match kind {
                     ConnKind::Threads => threads.closed(cx, conn),
                     ConnKind::Channels => channels.closed(cx, conn),
@@ -146,7 +167,17 @@ impl Engine {
                 } else {
                     let principal = crate::edge::bearer(request.authorization)
                         .and_then(|t| auth.authenticate(t, now));
-                    threads.http(cx, req, principal, &request);
+                    let limits = cx.limits;
+                    let refused = principal.as_ref().ok().and_then(|p| {
+                        http_rates.check(p, now, limits.http_rate, limits.http_rate_window_ms)
+                    });
+                    match refused {
+                        Some(response) => {
+                            cx.metrics.count_error(crate::ErrorCode::RateLimited);
+                            cx.out.push_unfenced(Output::Respond { req, response });
+                        }
+                        None => threads.http(cx, req, principal, &request),
+                    }
                 }
             }
             Input::Persisted { batch } => {
@@ -206,23 +237,42 @@ impl Engine {
         Ok(())
     }
 
-    /// A `/v1/ws` socket opened, or resumed at `subscriptions`.
-    #[allow(clippy::too_many_arguments)]
+    /// A `/v1/ws` socket opened, or resumed at `subscriptions`; one over a
+    /// connection limit is refused (see [`conn_limits`]).
     fn open_threads(
         cx: &mut Ctx<'_>,
         threads: &mut Threads,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
+        principal_conns: &mut PrincipalConns,
         auth: &Authenticator,
-        conn: ConnId,
-        token: Option<&str>,
-        subscriptions: &[(ThreadId, u64)],
+        open: Opening<'_>,
     ) -> Result<(), Misuse> {
+        let Opening {
+            conn,
+            token,
+            subscriptions,
+        } = open;
         Self::register(conns, conn, ConnKind::Threads)?;
         heartbeats.open(cx.now, conn);
         let principal = token
             .ok_or(crate::auth::AuthError::Missing)
             .and_then(|t| auth.authenticate(t, cx.now));
+        if let Ok(p) = &principal {
+            let limits = cx.limits;
+            let admitted = principal_conns.admit(
+                conn,
+                p,
+                conns.len(),
+                limits.max_connections,
+                limits.max_connections_per_principal,
+            );
+            if let Err(err) = admitted {
+                cx.metrics.count_error(err.code());
+                threads.refuse_busy(cx, conn, &err);
+                return Ok(());
+            }
+        }
         threads.open(cx, conn, principal);
         if !subscriptions.is_empty() {
             threads.resume_socket(cx, conn, subscriptions);
@@ -298,6 +348,10 @@ impl Engine {
         &self,
         upgrade: &ChannelsUpgrade,
     ) -> Result<AcceptedHandshake, HttpResponse> {
+        let global = self.config.limits.max_connections;
+        if let Some(refused) = conn_limits::refuse_upgrade(self.conns.len(), global) {
+            return Err(refused);
+        }
         self.channels.handshake(upgrade)
     }
 

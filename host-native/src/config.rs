@@ -171,17 +171,6 @@ fn dev_file() -> FileConfig {
     }
 }
 
-fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    toml::from_str(&text).map_err(|source| ConfigError::Parse {
-        path: path.to_owned(),
-        source: Box::new(source),
-    })
-}
-
 /// The cluster settings, when a broker is configured.
 fn cluster(
     args: &ServeArgs,
@@ -218,10 +207,29 @@ fn cluster(
 impl Settings {
     /// Merges flags and env (already in `args`) over the config file.
     pub fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
-        let (file, dev) = match &args.config {
-            Some(path) => (read_file(path)?, false),
-            None => (dev_file(), true),
-        };
+        match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
+                Settings::from_toml(args, path, &text)
+            }
+            None => Settings::merge(args, dev_file(), true),
+        }
+    }
+
+    /// Parses the config file's `text` (read from `path`, which errors
+    /// name) and merges `args` over it.
+    pub fn from_toml(args: &ServeArgs, path: &Path, text: &str) -> Result<Settings, ConfigError> {
+        let file = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })?;
+        Settings::merge(args, file, false)
+    }
+
+    fn merge(args: &ServeArgs, file: FileConfig, dev: bool) -> Result<Settings, ConfigError> {
         let store = match args.store.as_deref().or(file.store.as_deref()) {
             Some(raw) => StoreSpec::parse(raw)?,
             None => StoreSpec::default_sqlite(),

@@ -153,6 +153,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
 /// one core, one thread runs the sockets and the engine together; with
 /// more, the engine has its own thread and the sockets share the rest.
 pub fn run(settings: Settings) -> Result<(), ServeError> {
+    raise_open_files_limit();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let io_threads = settings
         .io_threads
@@ -181,6 +182,31 @@ fn default_io_threads(cores: usize) -> usize {
     } else {
         (cores / 4).min(8)
     }
+}
+
+/// Raises the open-files soft limit to the hard limit and logs the limit in
+/// force. Every connection holds two descriptors (hyper's and the duplicate
+/// the engine writes through, see `ws/direct.rs`), so a shell's usual soft
+/// limit of 1024 would cap the server at a few hundred connections, far
+/// below what the hard limit allows.
+fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let (Some(current), Some(maximum)) = (limit.current, limit.maximum) else {
+        return;
+    };
+    let mut in_force = current;
+    if current < maximum {
+        let raised = Rlimit {
+            current: Some(maximum),
+            maximum: Some(maximum),
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => in_force = maximum,
+            Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+        }
+    }
+    tracing::info!(open_files = in_force, "open-files limit");
 }
 
 /// SIGINT and SIGTERM, caught from the moment this is made: a signal that

@@ -244,3 +244,18 @@ fn the_wal_is_checkpointed_and_restarted_between_commits() {
     assert!(wal.len() < 4 * 1024 * 1024, "WAL of {} bytes", wal.len());
     assert_eq!(events(&store, "t"), 2_000);
 }
+
+/// A kill -9 cannot tell `synchronous=FULL` from a weaker level (the page
+/// cache survives the process): the writer's connection is asked directly,
+/// for the store the server opens and for a shared handle.
+#[test]
+fn the_writer_runs_in_wal_mode_with_synchronous_full() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exclusive = SqliteStore::open(&dir.path().join("a.db")).expect("open");
+    let shared = SqliteStore::open_shared(&dir.path().join("b.db")).expect("open shared");
+    for store in [&exclusive, &shared] {
+        let durability = store.durability().expect("durability");
+        assert_eq!(durability.journal_mode, "wal", "{durability:?}");
+        assert_eq!(durability.synchronous, 2, "FULL: {durability:?}");
+    }
+}

@@ -24,6 +24,7 @@
 mod binary;
 mod cluster;
 mod config;
+pub mod crash;
 mod http;
 mod jwt;
 mod proxy;
@@ -39,7 +40,7 @@ pub use config::{
     TEST_CONFIG,
 };
 pub use http::{raw_post, raw_request, HttpClient, HttpResponse};
-pub use jwt::{hmac_sha256_hex, sign_jwt};
+pub use jwt::{hmac_sha256_hex, sign_jwt, sign_jwt_with_header};
 pub use proxy::Proxy;
 pub use server::{Server, Store};
 /// A raw WebSocket message, for [`WsClient::send`].

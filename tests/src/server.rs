@@ -39,6 +39,8 @@ pub struct Server {
     child: Option<Child>,
     addr: SocketAddr,
     starts: u32,
+    /// `RUST_LOG` for the child (None: inherited from the test).
+    log_filter: Option<String>,
 }
 
 impl Server {
@@ -49,6 +51,16 @@ impl Server {
 
     /// Starts the server with `config_toml` and the given store.
     pub fn start_with_store(config_toml: &str, store: Store) -> Server {
+        Server::start_with(config_toml, store, None)
+    }
+
+    /// Starts the server on SQLite with `RUST_LOG=<filter>` (e.g. `debug`),
+    /// for tests that read what it logs.
+    pub fn start_logging(config_toml: &str, filter: &str) -> Server {
+        Server::start_with(config_toml, Store::Sqlite, Some(filter.to_owned()))
+    }
+
+    fn start_with(config_toml: &str, store: Store, log_filter: Option<String>) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("bubble-test-")
             .tempdir()
@@ -61,6 +73,7 @@ impl Server {
             child: None,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             starts: 0,
+            log_filter,
         };
         server.spawn();
         server
@@ -86,6 +99,9 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.try_clone().expect("clone log file")));
+        if let Some(filter) = &self.log_filter {
+            cmd.env("RUST_LOG", filter);
+        }
         let mut child = cmd.spawn().expect("spawn the bubble binary");
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();

@@ -1,8 +1,11 @@
-//! The JWT HS256 driver: `sub` is the principal, `exp` is honoured, the
-//! signature must verify; over HTTP and on the `/v1/ws` upgrade.
+//! The JWT HS256 driver: `sub` is the principal, `exp` and `nbf` are
+//! honoured, the signature must verify and the header must name HS256
+//! (no algorithm confusion); over HTTP and on the `/v1/ws` upgrade.
 
 use bubble_tests::threads::{create_thread, error_code, error_frame, subscribe};
-use bubble_tests::{sign_jwt, unix_now, Server, WsClient, JWT_SECRET, TEST_CONFIG};
+use bubble_tests::{
+    sign_jwt, sign_jwt_with_header, unix_now, Server, WsClient, JWT_SECRET, TEST_CONFIG,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,6 +26,21 @@ async fn valid_expired_and_forged_tokens() {
     let signature = valid.rsplit('.').next().unwrap();
     let (unsigned, _) = other.rsplit_once('.').unwrap();
     let tampered = format!("{unsigned}.{signature}");
+    let claims = json!({"sub": "zoe", "exp": unix_now() + 3600});
+    let not_yet = sign_jwt(
+        JWT_SECRET,
+        &json!({"sub": "zoe", "nbf": unix_now() + 3600, "exp": unix_now() + 7200}),
+    );
+    let started = sign_jwt(JWT_SECRET, &json!({"sub": "zoe", "nbf": unix_now() - 60}));
+    // Algorithm confusion: `none` (unsigned, or signed anyway), and RS256 or
+    // HS512 headers over an HMAC-SHA256 signature made with the secret.
+    let alg =
+        |alg: &str| sign_jwt_with_header(JWT_SECRET, &json!({"alg": alg, "typ": "JWT"}), &claims);
+    let none_signed = alg("none");
+    let (none_input, _) = none_signed.rsplit_once('.').unwrap();
+    let none_unsigned = format!("{none_input}.");
+    let rs256 = alg("RS256");
+    let hs512 = alg("HS512");
 
     // A valid token acts as its `sub`: the creator is the owner.
     let zoe = server.http(&valid);
@@ -33,11 +51,18 @@ async fn valid_expired_and_forged_tokens() {
     assert_eq!(grants["grants"][0]["principalId"], "zoe");
     let (status, _) = server.http(&no_exp).get("/v1/threads/zoes").await;
     assert_eq!(status, 200, "a token without exp does not expire");
+    let (status, _) = server.http(&started).get("/v1/threads/zoes").await;
+    assert_eq!(status, 200, "a token whose nbf has passed is valid");
 
     for (name, token) in [
         ("expired", &expired),
         ("forged", &forged),
         ("tampered", &tampered),
+        ("nbf ahead", &not_yet),
+        ("alg none, signed", &none_signed),
+        ("alg none, unsigned", &none_unsigned),
+        ("alg RS256", &rs256),
+        ("alg HS512", &hs512),
     ] {
         let (status, body) = server.http(token).get("/v1/threads/zoes").await;
         assert_eq!(status, 401, "{name}: {body}");

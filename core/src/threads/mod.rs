@@ -108,8 +108,24 @@ impl Threads {
                 let caller = self.caller(principal);
                 self.ws_open(cx, conn, caller);
             }
-            Err(err) => ws::refuse(cx, conn, err),
+            Err(err) => ws::refuse(
+                cx,
+                conn,
+                &crate::error::BubbleError::from(err),
+                crate::io::CloseReason::Policy,
+            ),
         }
+    }
+
+    /// A `/v1/ws` socket over a connection limit: an unscoped `err`, then
+    /// close 1013 (try again later).
+    pub(crate) fn refuse_busy(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        err: &crate::error::BubbleError,
+    ) {
+        ws::refuse(cx, conn, err, crate::io::CloseReason::TryAgainLater);
     }
 
     /// Subscribes a resumed `/v1/ws` socket again (see `Input::ResumeThreads`).

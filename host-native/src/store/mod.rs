@@ -18,7 +18,7 @@ mod sqlite_read;
 mod sqlite_write;
 
 pub use postgres::{Committed, PostgresReader, PostgresStore};
-pub use sqlite::{SqliteReader, SqliteStore};
+pub use sqlite::{Durability, SqliteReader, SqliteStore};
 
 /// Where threads are stored (`--store`, `BUBBLE_STORE`, `store =`).
 #[derive(Clone, PartialEq, Eq)]
@@ -203,6 +203,12 @@ pub fn open(spec: &StoreSpec, readers: usize) -> Result<Opened, OpenError> {
         }
         StoreSpec::Sqlite(path) => {
             let store = SqliteStore::open_exclusive(path)?;
+            let durability = store.durability()?;
+            tracing::info!(
+                journal_mode = %durability.journal_mode,
+                synchronous = durability.synchronous,
+                "sqlite durability"
+            );
             let functions = read_functions(readers, || {
                 let reader = store.reader()?;
                 Ok(Box::new(move |query: &ReadQuery| reader.read(query)))

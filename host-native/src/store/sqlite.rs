@@ -44,6 +44,16 @@ pub struct SqliteStore {
     _lock: Option<StoreLock>,
 }
 
+/// The durability settings in force on the writer's connection, as SQLite
+/// reports them (read back, not assumed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    /// `PRAGMA journal_mode`: `wal`.
+    pub journal_mode: String,
+    /// `PRAGMA synchronous`: 2 is `FULL` (an fsync of the WAL per commit).
+    pub synchronous: i64,
+}
+
 /// A read-only connection for history reads and readiness probes.
 #[derive(Debug)]
 pub struct SqliteReader {
@@ -118,6 +128,22 @@ impl SqliteStore {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(store_err("busy_timeout"))?;
         Ok(SqliteReader { conn })
+    }
+
+    /// The journal mode and sync level the writer's connection runs with.
+    pub fn durability(&self) -> Result<Durability, StoreError> {
+        let journal_mode = self
+            .conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .map_err(store_err("journal_mode"))?;
+        let synchronous = self
+            .conn
+            .query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .map_err(store_err("synchronous"))?;
+        Ok(Durability {
+            journal_mode,
+            synchronous,
+        })
     }
 
     /// The database file.

@@ -13,7 +13,6 @@
 //! The engine handles one input at a time, so nothing is appended between
 //! the last replayed event and the switch: no gap and no duplicate.
 
-use crate::auth::AuthError;
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{ConnId, ThreadId};
@@ -33,12 +32,9 @@ use conn::{Conn, Queued, Sub};
 
 /// A socket whose bearer was refused: one unscoped `unauthorized` error,
 /// then close 1008.
-pub(super) fn refuse(cx: &mut Ctx<'_>, conn: ConnId, err: AuthError) {
-    send_error(cx, conn, None, &BubbleError::from(err));
-    cx.out.push(Output::Close {
-        conn,
-        reason: CloseReason::Policy,
-    });
+pub(super) fn refuse(cx: &mut Ctx<'_>, conn: ConnId, err: &BubbleError, reason: CloseReason) {
+    send_error(cx, conn, None, err);
+    cx.out.push(Output::Close { conn, reason });
 }
 
 fn send_error(cx: &mut Ctx<'_>, conn: ConnId, scope: Option<&str>, err: &BubbleError) {

@@ -75,7 +75,11 @@ impl Persister {
         let (tx, rx) = std_mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("bubble-persist".into())
-            .spawn(move || run_worker(writer, &rx, &done, &stats))?;
+            .spawn(move || {
+                if let Err(e) = run_worker(writer, &rx, &done, &stats) {
+                    fail(&e);
+                }
+            })?;
         Ok((Persister::Worker(tx), thread))
     }
 
@@ -110,12 +114,14 @@ fn writes_of(batch: &Batch) -> usize {
     batch.threads.iter().map(|g| g.writes.len()).sum()
 }
 
+/// Commits batches until the engine drops its sender; returns the first
+/// fatal store failure, having reported nothing of the commit it broke.
 fn run_worker(
     mut writer: Box<dyn Backend + Send>,
     rx: &std_mpsc::Receiver<(BatchId, Batch)>,
     done: &mpsc::UnboundedSender<Outcome>,
     stats: &Stats,
-) {
+) -> Result<(), StoreError> {
     // `recv` fails once the engine dropped its sender and the queue is empty:
     // everything handed over has been committed.
     let mut busy = false;
@@ -139,7 +145,7 @@ fn run_worker(
                 tracing::warn!(error = %e, "store unreachable: the commit's writes are refused");
                 batches.iter().map(|b| threads_of(b)).collect()
             }
-            Err(e) => fail(&e),
+            Err(e) => return Err(e),
         };
         busy = group.len() > 1;
         stats.commits.fetch_add(1, Ordering::Relaxed);
@@ -156,6 +162,7 @@ fn run_worker(
         }
     }
     tracing::debug!("persistence worker flushed and stopped");
+    Ok(())
 }
 
 /// Host-side counters, rendered after the engine's metrics.
@@ -212,3 +219,6 @@ impl Stats {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

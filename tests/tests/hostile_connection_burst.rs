@@ -1,0 +1,122 @@
+//! A burst of 10,000 connections opened and dropped, and 500 upgraded
+//! sockets dropped without a Close: the server raises its own open-files
+//! limit at start-up, survives the burst, reaps every socket and serves a
+//! well-behaved client throughout. (Alone in its binary: it changes the
+//! process's open-files limit, which parallel tests would feel.)
+
+use bubble_tests::threads::{append, create_thread, expect_event, run_started, subscribe};
+use bubble_tests::{Server, WsClient, ALICE, HANG_TIMEOUT, TEST_CONFIG};
+
+/// alice appends and her subscriber receives it: the server still serves.
+async fn still_serving(server: &Server, ws: &mut WsClient, seq: &mut u64) {
+    append(&server.http(ALICE), "calm", &run_started("r")).await;
+    *seq += 1;
+    expect_event(ws, "calm", *seq).await;
+}
+
+async fn calm_subscriber(server: &Server) -> WsClient {
+    create_thread(&server.http(ALICE), "calm").await;
+    let mut ws = server.ws(ALICE).await;
+    subscribe(&mut ws, "calm", None).await;
+    ws
+}
+
+fn open_files() -> libc::rlimit {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct we own.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+        0
+    );
+    limit
+}
+
+/// Sets this process's open-files soft limit (a child inherits it).
+fn set_open_files(soft: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: open_files().rlim_max,
+    };
+    // SAFETY: setrlimit only reads the struct we own.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+}
+
+/// The `Max open files` soft and hard limits of process `pid`.
+fn limits_of(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("proc limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("open files line");
+    let mut words = line.split_whitespace().skip(3);
+    (
+        words.next().expect("soft").to_owned(),
+        words.next().expect("hard").to_owned(),
+    )
+}
+
+async fn open_sockets(server: &Server) -> u64 {
+    let text = server
+        .http_anonymous()
+        .request("GET", "/metrics", &[], Vec::new())
+        .await
+        .text();
+    text.lines()
+        .find_map(|l| l.strip_prefix("bubble_open_sockets "))
+        .and_then(|v| v.parse().ok())
+        .expect("bubble_open_sockets")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_connections_opened_and_dropped() {
+    // The server starts with a low soft limit and raises it to the hard one.
+    let hard = open_files().rlim_max;
+    set_open_files(1024.min(hard));
+    let server = Server::start(TEST_CONFIG);
+    set_open_files(hard);
+    let (soft, max) = limits_of(server.pid().expect("running"));
+    assert_eq!(soft, max, "the server raised its soft limit");
+    // Each connection costs the server two descriptors (its own and the
+    // duplicate the engine writes through): hold at most what the hard
+    // limit allows at once, in waves up to 10,000 in all.
+    let at_once = usize::try_from(hard.saturating_sub(512) / 2)
+        .unwrap_or(0)
+        .min(10_000);
+    assert!(at_once >= 1_000, "open-files hard limit {hard} is too low");
+    let mut calm = calm_subscriber(&server).await;
+    let mut seq = 0;
+    let addr = server.addr();
+
+    let mut opened = 0;
+    while opened < 10_000 {
+        let wave = at_once.min(10_000 - opened);
+        let mut held = Vec::with_capacity(wave);
+        for _ in 0..wave {
+            held.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+        }
+        opened += wave;
+        still_serving(&server, &mut calm, &mut seq).await;
+        drop(held);
+    }
+    eprintln!("10000 connections in waves of {at_once} (hard limit {hard})");
+    // And 500 upgraded sockets dropped without a Close.
+    let mut sockets = Vec::new();
+    for _ in 0..500 {
+        sockets.push(server.ws(ALICE).await);
+    }
+    assert_eq!(open_sockets(&server).await, 501);
+    drop(sockets);
+    still_serving(&server, &mut calm, &mut seq).await;
+    let deadline = tokio::time::Instant::now() + HANG_TIMEOUT;
+    while open_sockets(&server).await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "dropped sockets are reaped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    still_serving(&server, &mut calm, &mut seq).await;
+}

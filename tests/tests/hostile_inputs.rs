@@ -1,0 +1,297 @@
+//! Hostile inputs: deeply nested and oversized JSON, header and query
+//! floods, handshake floods with bad credentials. Each gets its exact
+//! answer, and the server goes on serving a well-behaved client throughout.
+
+mod channels_common;
+
+use bubble_tests::threads::{
+    append, create_thread, error_code, expect_event, run_started, subscribe,
+};
+use bubble_tests::{raw_request, Server, WsClient, ALICE, BOB, HANG_TIMEOUT};
+use channels_common::{backend, config_with, connect, events_path};
+
+fn nested(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+/// An event body whose `part` nests `depth` arrays deep.
+fn nested_event(depth: usize) -> String {
+    format!(
+        r#"{{"type":"message_part","runId":"r","version":"ai-sdk-v6","part":{}}}"#,
+        nested(depth)
+    )
+}
+
+/// alice appends and her subscriber receives it: the server still serves.
+async fn still_serving(server: &Server, ws: &mut WsClient, seq: &mut u64) {
+    append(&server.http(ALICE), "calm", &run_started("r")).await;
+    *seq += 1;
+    expect_event(ws, "calm", *seq).await;
+}
+
+async fn calm_subscriber(server: &Server) -> WsClient {
+    create_thread(&server.http(ALICE), "calm").await;
+    let mut ws = server.ws(ALICE).await;
+    subscribe(&mut ws, "calm", None).await;
+    ws
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_and_oversized_json() {
+    let server = Server::start(&config_with(""));
+    let mut calm = calm_subscriber(&server).await;
+    let mut seq = 0;
+    let alice = server.http(ALICE);
+    let json_type = [("content-type", "application/json")];
+
+    // Past serde_json's recursion limit (128), within the body limit.
+    for depth in [129, 1_000, 50_000] {
+        for (path, body) in [
+            (
+                "/v1/threads",
+                format!(r#"{{"threadId":"n","title":{}}}"#, nested(depth)),
+            ),
+            ("/v1/threads/calm/events", nested_event(depth)),
+        ] {
+            let res = alice
+                .request("POST", path, &json_type, body.into_bytes())
+                .await;
+            assert_eq!(res.status, 400, "{path} depth {depth}: {}", res.text());
+            error_code(&res.json(), "invalid_request");
+        }
+        let res = backend(&server)
+            .request(
+                "POST",
+                &events_path(),
+                &json_type,
+                nested(depth).into_bytes(),
+            )
+            .await;
+        assert_eq!(
+            (res.status, res.json()["code"].as_str()),
+            (400, Some("invalid_body")),
+            "publish depth {depth}: {}",
+            res.text()
+        );
+        still_serving(&server, &mut calm, &mut seq).await;
+    }
+    // Past the body limit, nested or not.
+    for body in [
+        nested(150_000),
+        format!(r#"{{"x":"{}"}}"#, "y".repeat(300_000)),
+    ] {
+        let res = alice
+            .request(
+                "POST",
+                "/v1/threads/calm/events",
+                &json_type,
+                body.into_bytes(),
+            )
+            .await;
+        assert_eq!(res.status, 413, "{}", res.text());
+        error_code(&res.json(), "payload_too_large");
+    }
+
+    // Over /v1/ws: an unscoped invalid_request, and the socket stays open.
+    let mut ws = server.ws(ALICE).await;
+    for depth in [129, 100_000] {
+        ws.send_text(&nested(depth)).await;
+        let frame = ws.recv_json().await;
+        bubble_tests::threads::error_frame(&frame, "invalid_request", None);
+        let append = format!(
+            r#"{{"type":"thread.append","threadId":"calm","event":{}}}"#,
+            nested_event(depth)
+        );
+        ws.send_text(&append).await;
+        let frame = ws.recv_json().await;
+        bubble_tests::threads::error_frame(&frame, "invalid_request", None);
+    }
+    subscribe(&mut ws, "calm", None).await;
+
+    // Over /socket: a malformed command is ignored; the socket goes on.
+    let mut socket = connect(&server).await;
+    socket.ws.send_text(&nested(5_000)).await;
+    channels_common::subscribe(&mut socket.ws, "news").await;
+    still_serving(&server, &mut calm, &mut seq).await;
+}
+
+/// Status of a raw request.
+async fn raw_status(server: &Server, request: Vec<u8>) -> u16 {
+    let addr = server.addr();
+    tokio::task::spawn_blocking(move || raw_request(addr, &request).status)
+        .await
+        .expect("raw request")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_and_query_floods() {
+    let server = Server::start(&config_with(""));
+    let mut calm = calm_subscriber(&server).await;
+    let mut seq = 0;
+
+    let request = |target: &str, headers: &str| {
+        format!(
+            "GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\n{headers}Connection: close\r\n\r\n"
+        )
+        .into_bytes()
+    };
+    // Too many headers, and one huge header: 431.
+    let many: String = (0..500).map(|i| format!("X-Flood-{i}: v\r\n")).collect();
+    assert_eq!(
+        raw_status(&server, request("/v1/threads/calm", &many)).await,
+        431
+    );
+    let huge = format!("X-Huge: {}\r\n", "h".repeat(512 * 1024));
+    assert_eq!(
+        raw_status(&server, request("/v1/threads/calm", &huge)).await,
+        431
+    );
+    still_serving(&server, &mut calm, &mut seq).await;
+
+    // A query of 5,000 parameters is read whole (the last value wins).
+    let flood: String = (0..5_000).map(|i| format!("&p{i}=v")).collect();
+    let target = format!("/v1/threads/calm/events?fromSeq=1{flood}&limit=1");
+    let (status, body) = server.http(ALICE).get(&target).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["events"].as_array().map(Vec::len), Some(1), "{body}");
+    // A query of malformed escapes is refused.
+    let target = format!(
+        "/v1/threads/calm/events?fromSeq=1{}",
+        "&x=%zz".repeat(2_000)
+    );
+    let (status, body) = server.http(ALICE).get(&target).await;
+    assert_eq!(status, 400, "{body}");
+    error_code(&body, "invalid_request");
+    // A target longer than the server reads: refused before routing.
+    let target = format!("/v1/threads/calm/events?fromSeq=1&p={}", "q".repeat(70_000));
+    let status = raw_status(&server, request(&target, "")).await;
+    assert!(status == 414 || status == 431, "{status}");
+    still_serving(&server, &mut calm, &mut seq).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn handshake_flood_with_bad_credentials() {
+    let server = Server::start(&config_with(""));
+    let mut calm = calm_subscriber(&server).await;
+    let mut seq = 0;
+    let mut floods = Vec::new();
+    for i in 0..200 {
+        let threads_url = server.ws_url(&format!("/v1/ws?access_token=bad-{i}"));
+        let socket_url = server.ws_url(&format!("/socket?appKey=bad-key-{i}&protocol=2"));
+        floods.push(tokio::spawn(async move {
+            let mut ws = WsClient::connect(&threads_url, Some(&format!("bad-{i}")))
+                .await
+                .expect("a bad token still upgrades");
+            let frame = ws.recv_json().await;
+            bubble_tests::threads::error_frame(&frame, "unauthorized", None);
+            assert_eq!(ws.recv_close().await, Some(1008));
+            match WsClient::connect(&socket_url, None).await {
+                Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                    assert_eq!(response.status().as_u16(), 404, "unknown app key");
+                }
+                Err(other) => panic!("refused with an HTTP answer, got {other}"),
+                Ok(mut ws) => panic!("a bad app key upgraded: {:?}", ws.recv().await),
+            }
+        }));
+        if i % 50 == 0 {
+            still_serving(&server, &mut calm, &mut seq).await;
+        }
+    }
+    for flood in floods {
+        tokio::time::timeout(HANG_TIMEOUT, flood)
+            .await
+            .expect("no hang")
+            .expect("flood client");
+    }
+    still_serving(&server, &mut calm, &mut seq).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
+    let server = Server::start(&config_with(
+        "[limits]\nhttp_rate = 5\nhttp_rate_window_ms = 600000\n",
+    ));
+    let mut calm = {
+        let mut ws = server.ws(ALICE).await;
+        create_thread(&server.http(BOB), "calm").await;
+        bubble_tests::threads::grant(&server.http(BOB), "calm", "alice", "reader").await;
+        subscribe(&mut ws, "calm", None).await;
+        ws
+    };
+    let alice = server.http(ALICE);
+    // Within the window: five requests, then every further one is refused.
+    for i in 0..5 {
+        let (status, body) = alice.get("/v1/threads").await;
+        assert_eq!(status, 200, "request {i}: {body}");
+    }
+    for _ in 0..3 {
+        let res = alice.request("GET", "/v1/threads", &[], Vec::new()).await;
+        assert_eq!(res.status, 429, "{}", res.text());
+        error_code(&res.json(), "rate_limited");
+        let retry: u64 = res
+            .header("retry-after")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After in seconds");
+        assert!((1..=600).contains(&retry), "{retry}");
+    }
+    // Another principal is served, and alice's socket still gets events.
+    let bob = server.http(BOB);
+    append(&bob, "calm", &run_started("r")).await;
+    expect_event(&mut calm, "calm", 1).await;
+}
+
+/// Opens `/v1/ws` as `token` and tells whether it was admitted: a refused
+/// socket gets an unscoped `rate_limited` error and close 1013.
+async fn admitted(server: &Server, token: &str) -> Option<WsClient> {
+    let mut ws = server.ws(token).await;
+    ws.send_json(&serde_json::json!({"type": "thread.subscribe", "threadId": "calm"}))
+        .await;
+    let frame = ws.recv_json().await;
+    if frame["type"] == "thread.subscription_opened" {
+        return Some(ws);
+    }
+    bubble_tests::threads::error_frame(&frame, "rate_limited", None);
+    assert_eq!(ws.recv_close().await, Some(1013));
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_limits_per_principal_and_global() {
+    let server = Server::start(&config_with(
+        "[limits]\nmax_connections_per_principal = 2\nmax_connections = 4\n",
+    ));
+    create_thread(&server.http(BOB), "calm").await;
+    bubble_tests::threads::grant(&server.http(BOB), "calm", "alice", "reader").await;
+
+    // Per principal: alice's third socket is refused, bob still gets his.
+    let first = admitted(&server, ALICE).await.expect("alice 1");
+    let _second = admitted(&server, ALICE).await.expect("alice 2");
+    assert!(admitted(&server, ALICE).await.is_none(), "alice 3");
+    let mut bob = admitted(&server, BOB).await.expect("bob 1");
+
+    // Global, both protocols: a fourth socket fits, a fifth is refused.
+    let _socket = connect(&server).await;
+    let url = server.ws_url(&format!(
+        "/socket?appKey={}&protocol=2",
+        bubble_tests::APP_KEY
+    ));
+    match WsClient::connect(&url, None).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 503);
+            assert!(response.headers().contains_key("retry-after"));
+        }
+        other => panic!("expected 503, got {:?}", other.map(|_| "a socket")),
+    }
+    assert!(admitted(&server, BOB).await.is_none(), "bob 2, the fifth");
+
+    // The admitted go on being served.
+    append(&server.http(BOB), "calm", &run_started("r")).await;
+    expect_event(&mut bob, "calm", 1).await;
+
+    // A closed socket frees its place.
+    first.close(1000).await;
+    let deadline = tokio::time::Instant::now() + HANG_TIMEOUT;
+    while admitted(&server, ALICE).await.is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "the place is freed");
+    }
+}
