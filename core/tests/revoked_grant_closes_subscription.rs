@@ -18,7 +18,8 @@ fn assert_closed(frames: &[serde_json::Value], thread: &str) {
     assert_eq!(frames.len(), 2, "error then closed: {frames:?}");
     assert_eq!(frames[0]["type"], "error");
     assert_eq!(frames[0]["threadId"], thread);
-    assert!(frames[0]["code"].is_string() && frames[0]["message"].is_string());
+    assert_eq!(frames[0]["code"], "not_found", "denial hiding: {frames:?}");
+    assert!(frames[0]["message"].is_string());
     assert_eq!(frames[1], closed(thread, "not_found"));
 }
 

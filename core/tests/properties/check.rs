@@ -138,14 +138,7 @@ impl Run {
                     last_ended = None;
                 }
                 ("error", Some(Marker::Error(code))) => {
-                    if let Some(code) = code {
-                        prop_assert_eq!(
-                            frame["code"].as_str(),
-                            Some(*code),
-                            "{}",
-                            ctx("error code")
-                        );
-                    }
+                    prop_assert_eq!(frame["code"].as_str(), Some(*code), "{}", ctx("error code"));
                 }
                 ("thread.subscription_closed", Some(Marker::Closed)) => {
                     prop_assert_eq!(

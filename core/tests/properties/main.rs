@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, PartialEq)]
 enum Marker {
     Opened(usize),
-    Error(Option<&'static str>),
+    Error(&'static str),
     Closed,
 }
 
@@ -192,10 +192,7 @@ impl Run {
             }
             Op::WsAppend { conn, thread, key } => {
                 match self.model.append_denied(CONNS[conn], thread) {
-                    Some(code) => self
-                        .track(conn, thread)
-                        .markers
-                        .push(Marker::Error(Some(code))),
+                    Some(code) => self.track(conn, thread).markers.push(Marker::Error(code)),
                     None => {
                         self.model.append_keyed(thread, key);
                     }
@@ -231,9 +228,9 @@ impl Run {
                 let durable = self.durable_head(thread);
                 let track = self.track(conn, thread);
                 if track.active.is_some() {
-                    track.markers.push(Marker::Error(Some("conflict")));
+                    track.markers.push(Marker::Error("conflict"));
                 } else if !readable {
-                    track.markers.push(Marker::Error(Some("not_found")));
+                    track.markers.push(Marker::Error("not_found"));
                     track.markers.push(Marker::Closed);
                 } else {
                     track.episodes.push(Episode {
@@ -304,8 +301,8 @@ impl Run {
         }
     }
 
-    /// Subscriptions whose principal can no longer read end with an error
-    /// and `subscription_closed`.
+    /// Subscriptions whose principal can no longer read end with a
+    /// `not_found` error (denial hiding) and `subscription_closed`.
     fn close_unreadable(&mut self) {
         for (conn, principal) in CONNS.iter().enumerate() {
             for thread in 0..THREADS {
@@ -314,7 +311,7 @@ impl Run {
                 if let (Some(active), false) = (track.active, readable) {
                     track.active = None;
                     track.episodes[active].revoked = true;
-                    track.markers.push(Marker::Error(None));
+                    track.markers.push(Marker::Error("not_found"));
                     track.markers.push(Marker::Closed);
                 }
             }
