@@ -354,11 +354,8 @@ impl Harness {
         }
     }
 
-    #[track_caller]
-    fn check_durable_event(&self, event: &Value) {
-        let thread = event["threadId"].as_str().expect("event has threadId");
-        let seq = event["seq"].as_u64().expect("event has seq");
-        let thread = ThreadId::parse(thread).expect("valid threadId");
+    /// Whether event `seq` of `thread` is in the durable store.
+    fn durable(&self, thread: &ThreadId, seq: u64) -> Option<Value> {
         let query = ReadQuery::Events {
             thread_id: thread.clone(),
             from_seq: seq,
@@ -368,16 +365,46 @@ impl Harness {
         let Ok(ReadResult::Events(stored)) = self.store.read(&query) else {
             panic!("the memory store reads events");
         };
-        assert_eq!(
-            stored.len(),
-            1,
-            "event {thread}#{seq} released before it was durable"
-        );
-        let stored: Value = serde_json::from_str(&stored[0].json).expect("stored JSON");
+        stored
+            .first()
+            .map(|e| serde_json::from_str(&e.json).expect("stored JSON"))
+    }
+
+    #[track_caller]
+    fn check_durable_event(&self, event: &Value) {
+        let thread = event["threadId"].as_str().expect("event has threadId");
+        let seq = event["seq"].as_u64().expect("event has seq");
+        let thread = ThreadId::parse(thread).expect("valid threadId");
+        let Some(stored) = self.durable(&thread, seq) else {
+            panic!("event {thread}#{seq} released before it was durable");
+        };
         assert_eq!(
             &stored, event,
             "released event differs from the durable one"
         );
+    }
+
+    /// A head the engine tells (`headSeq` of a snapshot, `throughSeq` of a
+    /// subscription) counts only durable events: the event at that seq is
+    /// in the store.
+    #[track_caller]
+    fn check_durable_head(&self, thread: &str, head: u64, what: &str) {
+        let thread = ThreadId::parse(thread).expect("valid threadId");
+        if head > 0 {
+            assert!(
+                self.durable(&thread, head).is_some(),
+                "{what} {head} of {thread} released before event {head} was durable"
+            );
+        }
+    }
+
+    #[track_caller]
+    fn check_durable_snapshot(&self, snapshot: &Value) {
+        if let (Some(thread), Some(head)) =
+            (snapshot["threadId"].as_str(), snapshot["headSeq"].as_u64())
+        {
+            self.check_durable_head(thread, head, "headSeq");
+        }
     }
 
     #[track_caller]
@@ -385,12 +412,29 @@ impl Harness {
         if frame["type"] == "thread.event" {
             self.check_durable_event(&frame["event"]);
         }
+        if frame["type"] == "thread.subscription_opened" {
+            let thread = frame["threadId"].as_str().expect("threadId");
+            let through = frame["throughSeq"].as_u64().expect("throughSeq");
+            self.check_durable_head(thread, through, "throughSeq");
+        }
     }
 
+    /// Appended events, history pages and thread snapshots (one, or a
+    /// listing) answered with a success hold only durable events.
     #[track_caller]
     fn check_durable_response(&self, resp: &Resp) {
-        if (200..300).contains(&resp.status) && resp.body["event"].is_object() {
+        if !(200..300).contains(&resp.status) {
+            return;
+        }
+        if resp.body["event"].is_object() {
             self.check_durable_event(&resp.body["event"]);
+        }
+        for event in resp.body["events"].as_array().into_iter().flatten() {
+            self.check_durable_event(event);
+        }
+        self.check_durable_snapshot(&resp.body);
+        for thread in resp.body["threads"].as_array().into_iter().flatten() {
+            self.check_durable_snapshot(thread);
         }
     }
 
