@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::ids::{BatchId, ThreadId};
+use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Output;
 use crate::store::Batch;
 
@@ -25,6 +25,8 @@ pub(crate) enum Tag {
     Event { thread: Arc<ThreadId>, seq: u64 },
     /// Answers operation `op`, which may be decided again.
     Op(u64),
+    /// Opens `conn`'s subscription to `thread`, which may be decided again.
+    Subscription { conn: ConnId, thread: Arc<ThreadId> },
 }
 
 /// Outputs ready to poll, outputs held behind the fence, and whether the
@@ -111,9 +113,9 @@ impl Outbox {
         true
     }
 
-    /// Drops every held output whose tag matches `doomed`.
-    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag) -> bool) {
-        self.held.retain(|(_, tag, _)| !doomed(tag));
+    /// Drops every held output that `doomed` picks by its tag and itself.
+    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag, &Output) -> bool) {
+        self.held.retain(|(_, tag, out)| !doomed(tag, out));
     }
 
     /// The next output: persistence requests first, then released outputs.

@@ -161,10 +161,17 @@ impl Threads {
         request: &HttpRequest<'_>,
     ) -> Option<ReadQuery> {
         self.wrote = None;
+        self.relied_on = None;
         let result = match caller {
             Ok(caller) => self.route(cx, &caller, request),
             Err(err) => Err(Step::Fail(err.into())),
         };
+        // An answer authorized by writes that may still be refused (a
+        // creation another writer wins, a grant decided on a version that
+        // moved) is decided again if they are, like the writes themselves.
+        if self.wrote.is_none() {
+            self.wrote = self.relied_on.take();
+        }
         let response = match result {
             Ok(response) => response,
             Err(Step::Need(query)) => return Some(query),

@@ -64,7 +64,7 @@ impl Threads {
         if sub.next > durable {
             let pending: Vec<StoredEvent> = state.pending_from(sub.next).cloned().collect();
             for event in pending {
-                send_event(cx, conn, thread, &event, true);
+                send_event(cx, conn, thread, &event);
                 sub.next = event.seq + 1;
             }
             sub.live = true;
@@ -126,7 +126,7 @@ impl Threads {
             }
         };
         for event in &events {
-            send_event(cx, conn, thread, event, false);
+            send_event(cx, conn, thread, event);
         }
         let next = events.last().map_or(expected_first, |e| e.seq + 1);
         if let Some(sub) = self.sockets.sub_mut(conn, thread) {
@@ -271,26 +271,16 @@ impl Threads {
 
 /// Sends one event frame; `pending` when it is not durable yet (so that it
 /// is dropped if its write is refused).
-fn send_event(
-    cx: &mut Ctx<'_>,
-    conn: ConnId,
-    thread: &ThreadId,
-    event: &StoredEvent,
-    pending: bool,
-) {
+fn send_event(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, event: &StoredEvent) {
     let out = Output::Send {
         conn,
         frame: codec::event(thread, &event.json),
     };
-    if pending {
-        cx.out.push_tagged(
-            out,
-            Tag::Event {
-                thread: Arc::new(thread.clone()),
-                seq: event.seq,
-            },
-        );
-    } else {
-        cx.out.push(out);
-    }
+    // Tagged even when durable: a provisional subscription's backlog is
+    // dropped with it.
+    let tag = Tag::Event {
+        thread: Arc::new(thread.clone()),
+        seq: event.seq,
+    };
+    cx.out.push_tagged(out, tag);
 }
