@@ -28,6 +28,10 @@ pub(crate) struct Facts {
     issued: BTreeMap<ThreadId, u64>,
     /// Events of each thread already checked in the store.
     checked: BTreeMap<u8, u64>,
+    /// The data of every publication delivered to some socket.
+    pub(crate) published: BTreeSet<String>,
+    /// The data of requests answered as a duplicate of an earlier one.
+    pub(crate) duplicates: BTreeSet<String>,
     /// Group commits applied so far.
     pub(crate) commits: u64,
     /// Per thread, each commit of its group: its number, the version it
@@ -115,10 +119,18 @@ impl Facts {
 
 impl World {
     /// Checks an event an engine released: it is durable at its seq,
-    /// byte-for-byte the stored one, and (for a delivery) `who` can read
-    /// the thread now or could when the event was committed (a revocation
-    /// that became durable in the same group commit as the event).
-    pub(crate) fn check_event(&mut self, thread: u8, event: &Value, who: Option<usize>, what: &str) {
+    /// byte-for-byte the stored one, and (for a delivery by `node` to
+    /// `who`) `who` could read the thread when the event was committed (a
+    /// revocation that became durable in the same group commit), or can in
+    /// the thread's state the node last learned or any later one (a
+    /// revocation made elsewhere applies once the node hears of it).
+    pub(crate) fn check_event(
+        &mut self,
+        thread: u8,
+        event: &Value,
+        to: Option<(usize, usize)>,
+        what: &str,
+    ) {
         let id = thread_id(thread);
         let seq = event["seq"].as_u64().unwrap_or(0);
         let query = ReadQuery::Events {
@@ -140,14 +152,15 @@ impl World {
             ));
             return;
         }
-        if let Some(who) = who {
+        if let Some((node, who)) = to {
             let principal = PRINCIPALS[who];
+            let known = self.nodes[node].known_commit.get(&id).copied().unwrap_or(0);
             let allowed = self
                 .facts
                 .readable
                 .get(&(id.clone(), seq))
                 .is_some_and(|r| r.contains(principal))
-                || self.facts.readers(&self.store, &id).contains(principal);
+                || self.facts.could_read_since(&id, known, principal);
             if !allowed {
                 self.fail(format!(
                     "{what} delivered t{thread}#{seq} to {} who could not read it (readers then: {:?}; event {event})",
@@ -227,7 +240,13 @@ impl World {
                 }
             }
             Call::Auth if ok => self.auth_answer = Some(body),
-            Call::Publish { key: Some(key) } if ok => {
+            Call::Publish { key: Some(key), data } if ok => {
+                if body["duplicate"] == true {
+                    if self.facts.published.contains(&data) {
+                        self.fail(format!("publication {data} was delivered and answered duplicate"));
+                    }
+                    self.facts.duplicates.insert(data);
+                }
                 let id = body["publicationId"].as_str().unwrap_or("").to_owned();
                 let (now, retention) = (self.now, world::retention_ms());
                 let first = self

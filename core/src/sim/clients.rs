@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::edge::ChannelsUpgrade;
 use crate::http::Method;
-use crate::ids::{ConnId, Millis};
+use crate::ids::ConnId;
 use crate::io::{ChannelProtocol, Input, WsFrame};
 
 use super::world::{thread_id, thread_index, Call, Owner, World, APP, APP_KEY, APP_SECRET, PRINCIPALS};
@@ -66,8 +66,8 @@ pub(crate) struct ChannelClient {
     pub(crate) user: String,
     pub(crate) public: BTreeSet<String>,
     pub(crate) presence: Presence,
-    /// Publications received, by their data, with when.
-    pub(crate) delivered: BTreeMap<String, Millis>,
+    /// Publications received, by their data (unique per request).
+    pub(crate) delivered: BTreeSet<String>,
 }
 
 fn token(who: usize) -> String {
@@ -215,7 +215,7 @@ impl World {
             }
             "thread.event" => {
                 let event = &frame["event"];
-                self.check_event(thread, event, Some(who), "a thread.event frame");
+                self.check_event(thread, event, Some((n, who)), "a thread.event frame");
                 let seq = event["seq"].as_u64().unwrap_or(0);
                 match state {
                     Some(Sub::Open { through, next }) if seq == next => {
@@ -291,7 +291,7 @@ impl World {
                 user: format!("u{}", slot % 3),
                 public: BTreeSet::new(),
                 presence: Presence::Out,
-                delivered: BTreeMap::new(),
+                delivered: BTreeSet::new(),
             },
         );
         self.owners.insert(conn, Owner::Channel(slot));
@@ -385,11 +385,8 @@ impl World {
     pub(crate) fn publish(&mut self, node: usize, channel: u8, key: u8) {
         let name = CHANNELS[usize::from(channel) % CHANNELS.len()];
         self.counter += 1;
-        let (data, header) = if key == 0 {
-            (format!("p{}", self.counter), None)
-        } else {
-            (format!("k{key}"), Some(format!("pub-key-{key}")))
-        };
+        let data = format!("p{}", self.counter);
+        let header = (key > 0).then(|| format!("pub-key-{key}"));
         let body = json!({ "channel": name, "name": "n", "data": data });
         self.http(
             node,
@@ -400,6 +397,7 @@ impl World {
             header.as_deref(),
             Call::Publish {
                 key: (key > 0).then_some(key),
+                data,
             },
         );
     }
@@ -462,13 +460,14 @@ impl World {
                     .as_str()
                     .and_then(|d| serde_json::from_str(d).ok())
                     .unwrap_or_default();
-                let token = payload["data"].as_str().unwrap_or("").to_owned();
-                let (now, retention) = (self.now, super::world::retention_ms());
-                match client.delivered.insert(token, now) {
-                    Some(before) if now.0 < before.0 + retention => {
-                        Some("a publication a second time")
-                    }
-                    _ => None,
+                let data = payload["data"].as_str().unwrap_or("").to_owned();
+                if self.facts.duplicates.contains(&data) {
+                    Some("a publication answered as a duplicate")
+                } else if client.delivered.insert(data.clone()) {
+                    self.facts.published.insert(data);
+                    None
+                } else {
+                    Some("a publication a second time")
                 }
             }
             None => Some("a publication on a channel it is not subscribed to"),

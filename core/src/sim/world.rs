@@ -93,6 +93,7 @@ pub(crate) enum Call {
     Auth,
     Publish {
         key: Option<u8>,
+        data: String,
     },
 }
 
@@ -488,14 +489,33 @@ impl World {
             if refused.contains(&group.thread_id) {
                 continue;
             }
+            // The states between the group's writes were decided in order
+            // and acknowledged with it: a read between a grant and its
+            // revocation in one group is a read with access.
             let after = self.facts.readers(&self.store, &group.thread_id);
-            self.facts
-                .committed_group(&group.thread_id, group.record.version, after.clone());
+            let mut current = before.clone();
             for write in &group.writes {
-                if let Write::AppendEvent { seq, .. } = write {
-                    self.facts.committed_event(&group.thread_id, *seq, &before, &after);
+                match write {
+                    Write::PutGrant { principal_id, .. } => {
+                        current.insert(principal_id.as_str().to_owned());
+                        self.facts
+                            .committed_group(&group.thread_id, 0, current.clone());
+                    }
+                    Write::DeleteGrant { principal_id, .. } => {
+                        current.remove(principal_id.as_str());
+                        self.facts
+                            .committed_group(&group.thread_id, 0, current.clone());
+                    }
+                    Write::AppendEvent { seq, .. } => {
+                        let then: BTreeSet<String> = current.union(&after).cloned().collect();
+                        self.facts
+                            .committed_event(&group.thread_id, *seq, &before, &then);
+                    }
+                    _ => {}
                 }
             }
+            self.facts
+                .committed_group(&group.thread_id, group.record.version, after);
             self.learned.push((
                 group.thread_id.clone(),
                 group.record.head_seq,
