@@ -39,7 +39,11 @@ fn parse() -> Result<Args, String> {
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || value.parse::<u64>().map_err(|e| format!("{flag} {value}: {e}"));
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|e| format!("{flag} {value}: {e}"))
+        };
         match flag.as_str() {
             "--seeds" => args.seeds = number()?,
             "--first" => args.first = number()?,
@@ -76,7 +80,11 @@ fn main() -> ExitCode {
         }
         return match result {
             Ok(stats) => {
-                println!("seed {} with {} kept steps passes: {stats:?}", args.first, kept.len());
+                println!(
+                    "seed {} with {} kept steps passes: {stats:?}",
+                    args.first,
+                    kept.len()
+                );
                 ExitCode::SUCCESS
             }
             Err((at, message)) => {

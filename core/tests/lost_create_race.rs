@@ -23,7 +23,13 @@ fn history_read_during_a_lost_create_does_not_reveal_the_winners_thread() {
         Some(&json!({ "threadId": "t" })),
         None,
     );
-    let history = a.send_request(Method::Get, Some("alice"), "/v1/threads/t/events", None, None);
+    let history = a.send_request(
+        Method::Get,
+        Some("alice"),
+        "/v1/threads/t/events",
+        None,
+        None,
+    );
     b.create_thread("bob", "t");
     a.release_persistence();
     let create = a.response(create).expect("the create is answered");

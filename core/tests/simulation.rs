@@ -71,18 +71,56 @@ fn a_subscription_authorized_by_a_grant_that_is_refused_sends_nothing_until_it_s
     passes(
         18,
         &[
-            Step::Create { node: 4, who: 0, thread: 0 },
+            Step::Create {
+                node: 4,
+                who: 0,
+                thread: 0,
+            },
             Step::Settle,
-            Step::Grant { node: 0, thread: 0, who: 1, role: 2 },
-            Step::SecondWriter { thread: 0, announce: false },
+            Step::Grant {
+                node: 0,
+                thread: 0,
+                who: 1,
+                role: 2,
+            },
+            Step::SecondWriter {
+                thread: 0,
+                announce: false,
+            },
             Step::Persist { node: 0, count: 2 },
-            Step::WsOpen { slot: 0, node: 0, who: 1 },
-            Step::Append { node: 5, who: 0, thread: 0, key: 0 },
-            Step::Read { node: 7, pick: 3, fail: false },
+            Step::WsOpen {
+                slot: 0,
+                node: 0,
+                who: 1,
+            },
+            Step::Append {
+                node: 5,
+                who: 0,
+                thread: 0,
+                key: 0,
+            },
+            Step::Read {
+                node: 7,
+                pick: 3,
+                fail: false,
+            },
             Step::Persist { node: 1, count: 2 },
-            Step::Grant { node: 3, thread: 0, who: 0, role: 1 },
-            Step::WsSubscribe { slot: 0, thread: 0, from: 1 },
-            Step::Read { node: 0, pick: 4, fail: false },
+            Step::Grant {
+                node: 3,
+                thread: 0,
+                who: 0,
+                role: 1,
+            },
+            Step::WsSubscribe {
+                slot: 0,
+                thread: 0,
+                from: 1,
+            },
+            Step::Read {
+                node: 0,
+                pick: 4,
+                fail: false,
+            },
             Step::Persist { node: 5, count: 3 },
         ],
     );
@@ -93,17 +131,50 @@ fn a_subscription_decided_while_an_append_is_refused_is_decided_again_unseen() {
     passes(
         3,
         &[
-            Step::Create { node: 7, who: 1, thread: 2 },
-            Step::WsOpen { slot: 0, node: 3, who: 1 },
-            Step::Append { node: 0, who: 0, thread: 2, key: 1 },
-            Step::Read { node: 1, pick: 7, fail: false },
+            Step::Create {
+                node: 7,
+                who: 1,
+                thread: 2,
+            },
+            Step::WsOpen {
+                slot: 0,
+                node: 3,
+                who: 1,
+            },
+            Step::Append {
+                node: 0,
+                who: 0,
+                thread: 2,
+                key: 1,
+            },
+            Step::Read {
+                node: 1,
+                pick: 7,
+                fail: false,
+            },
             Step::Persist { node: 7, count: 3 },
             Step::WsAppend { slot: 0, thread: 2 },
             Step::Settle,
-            Step::SecondWriter { thread: 2, announce: true },
-            Step::Append { node: 6, who: 1, thread: 2, key: 3 },
-            Step::Read { node: 6, pick: 7, fail: false },
-            Step::WsSubscribe { slot: 0, thread: 2, from: 2 },
+            Step::SecondWriter {
+                thread: 2,
+                announce: true,
+            },
+            Step::Append {
+                node: 6,
+                who: 1,
+                thread: 2,
+                key: 3,
+            },
+            Step::Read {
+                node: 6,
+                pick: 7,
+                fail: false,
+            },
+            Step::WsSubscribe {
+                slot: 0,
+                thread: 2,
+                from: 2,
+            },
         ],
     );
 }
@@ -113,18 +184,57 @@ fn a_thread_made_stale_under_two_batches_is_reloaded_once_and_repeats_no_event()
     passes(
         252,
         &[
-            Step::Create { node: 6, who: 3, thread: 1 },
-            Step::Read { node: 4, pick: 6, fail: false },
-            Step::Grant { node: 4, thread: 1, who: 2, role: 1 },
-            Step::Append { node: 3, who: 3, thread: 1, key: 0 },
-            Step::WsOpen { slot: 6, node: 6, who: 2 },
-            Step::Append { node: 4, who: 2, thread: 1, key: 1 },
+            Step::Create {
+                node: 6,
+                who: 3,
+                thread: 1,
+            },
+            Step::Read {
+                node: 4,
+                pick: 6,
+                fail: false,
+            },
+            Step::Grant {
+                node: 4,
+                thread: 1,
+                who: 2,
+                role: 1,
+            },
+            Step::Append {
+                node: 3,
+                who: 3,
+                thread: 1,
+                key: 0,
+            },
+            Step::WsOpen {
+                slot: 6,
+                node: 6,
+                who: 2,
+            },
+            Step::Append {
+                node: 4,
+                who: 2,
+                thread: 1,
+                key: 1,
+            },
             Step::Persist { node: 6, count: 1 },
-            Step::WsSubscribe { slot: 6, thread: 1, from: 6 },
-            Step::Read { node: 1, pick: 6, fail: false },
+            Step::WsSubscribe {
+                slot: 6,
+                thread: 1,
+                from: 6,
+            },
+            Step::Read {
+                node: 1,
+                pick: 6,
+                fail: false,
+            },
             Step::Persist { node: 5, count: 3 },
             Step::Persist { node: 4, count: 2 },
-            Step::Relay { from: 4, to: 6, drop: false },
+            Step::Relay {
+                from: 4,
+                to: 6,
+                drop: false,
+            },
         ],
     );
 }

@@ -56,7 +56,12 @@ impl Facts {
     /// Who can read `thread` per its durable record (the admin always can).
     pub(crate) fn readers(&self, store: &MemoryStore, thread: &ThreadId) -> BTreeSet<String> {
         let mut readers: BTreeSet<String> = record(store, thread)
-            .map(|r| r.grants.iter().map(|(p, _)| p.as_str().to_owned()).collect())
+            .map(|r| {
+                r.grants
+                    .iter()
+                    .map(|(p, _)| p.as_str().to_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         readers.insert(PRINCIPALS[0].to_owned());
         readers
@@ -207,18 +212,25 @@ impl World {
                 since,
             } if ok => {
                 let events = body["events"].as_array().cloned().unwrap_or_default();
-                let can_read = self
-                    .facts
-                    .could_read_since(&thread_id(thread), since, PRINCIPALS[who]);
+                let can_read =
+                    self.facts
+                        .could_read_since(&thread_id(thread), since, PRINCIPALS[who]);
                 if !can_read {
-                    self.fail(format!("{} read t{thread}'s history without access", PRINCIPALS[who]));
+                    self.fail(format!(
+                        "{} read t{thread}'s history without access",
+                        PRINCIPALS[who]
+                    ));
                 }
                 if events.len() > limit {
-                    self.fail(format!("a history page of t{thread} exceeds its limit {limit}"));
+                    self.fail(format!(
+                        "a history page of t{thread} exceeds its limit {limit}"
+                    ));
                 }
                 for (event, seq) in events.iter().zip(from..) {
                     if event["seq"].as_u64() != Some(seq) {
-                        self.fail(format!("history of t{thread} from {from} is not contiguous: {body}"));
+                        self.fail(format!(
+                            "history of t{thread} from {from} is not contiguous: {body}"
+                        ));
                         return;
                     }
                     self.check_event(thread, event, None, "a history page");
@@ -226,7 +238,9 @@ impl World {
                 let last = from + events.len() as u64;
                 if let Some(next) = body["nextSeq"].as_u64() {
                     if next != last {
-                        self.fail(format!("history of t{thread} from {from}: nextSeq {next}, expected {last}"));
+                        self.fail(format!(
+                            "history of t{thread} from {from}: nextSeq {next}, expected {last}"
+                        ));
                     }
                 }
             }
@@ -236,14 +250,21 @@ impl World {
                 if *created > 1 {
                     self.fail(format!("t{thread} was created twice"));
                 } else if record(&self.store, &thread_id(thread)).is_none() {
-                    self.fail(format!("t{thread}'s creation was acknowledged before it was durable"));
+                    self.fail(format!(
+                        "t{thread}'s creation was acknowledged before it was durable"
+                    ));
                 }
             }
             Call::Auth if ok => self.auth_answer = Some(body),
-            Call::Publish { key: Some(key), data } if ok => {
+            Call::Publish {
+                key: Some(key),
+                data,
+            } if ok => {
                 if body["duplicate"] == true {
                     if self.facts.published.contains(&data) {
-                        self.fail(format!("publication {data} was delivered and answered duplicate"));
+                        self.fail(format!(
+                            "publication {data} was delivered and answered duplicate"
+                        ));
                     }
                     self.facts.duplicates.insert(data);
                 }
@@ -290,7 +311,9 @@ impl World {
             let head = head(&self.store, &id);
             let checked = self.facts.checked.get(&thread).copied().unwrap_or(0);
             if head < checked {
-                self.fail(format!("t{thread}'s head went back from {checked} to {head}"));
+                self.fail(format!(
+                    "t{thread}'s head went back from {checked} to {head}"
+                ));
                 return;
             }
             let query = ReadQuery::Events {
@@ -385,7 +408,11 @@ impl World {
                             "slot {slot}: t{thread} delivered through #{} but the head is {head}",
                             next - 1
                         ));
-                    } else if !self.facts.readers(&self.store, &id).contains(PRINCIPALS[who]) {
+                    } else if !self
+                        .facts
+                        .readers(&self.store, &id)
+                        .contains(PRINCIPALS[who])
+                    {
                         self.fail(format!(
                             "slot {slot}: {} still subscribes to t{thread} without access",
                             PRINCIPALS[who]
@@ -403,9 +430,12 @@ impl World {
             }
         }
         for id in registered.keys() {
-            let known = super::world::thread_index(id.as_str()).is_some_and(|t| kept.contains_key(&t));
+            let known =
+                super::world::thread_index(id.as_str()).is_some_and(|t| kept.contains_key(&t));
             if !known {
-                self.fail(format!("slot {slot}: the engine holds a subscription to {id} the client does not"));
+                self.fail(format!(
+                    "slot {slot}: the engine holds a subscription to {id} the client does not"
+                ));
             }
         }
         if let Some(client) = self.ws.get_mut(&slot) {

@@ -10,7 +10,9 @@ use crate::http::Method;
 use crate::ids::ConnId;
 use crate::io::{ChannelProtocol, Input, WsFrame};
 
-use super::world::{thread_id, thread_index, Call, Owner, World, APP, APP_KEY, APP_SECRET, PRINCIPALS};
+use super::world::{
+    thread_id, thread_index, Call, Owner, World, APP, APP_KEY, APP_SECRET, PRINCIPALS,
+};
 
 /// The public channels clients subscribe to.
 pub(crate) const CHANNELS: [&str; 2] = ["news", "sports"];
@@ -146,7 +148,9 @@ impl World {
             .copied()
             .unwrap_or(0);
         if let Some(client) = self.ws.get_mut(&slot) {
-            client.subs.insert(thread, Sub::Subscribing { from, stale, lo });
+            client
+                .subs
+                .insert(thread, Sub::Subscribing { from, stale, lo });
         }
         self.ws_send(slot, &frame);
     }
@@ -193,7 +197,9 @@ impl World {
             return;
         }
         let Some(thread) = frame["threadId"].as_str().and_then(thread_index) else {
-            self.fail(format!("slot {slot} got a frame for no thread of the run: {frame}"));
+            self.fail(format!(
+                "slot {slot} got a frame for no thread of the run: {frame}"
+            ));
             return;
         };
         let state = client.subs.get(&thread).copied();
@@ -277,7 +283,10 @@ impl World {
         let handshake = match self.nodes[node].engine.channel_handshake(&upgrade) {
             Ok(handshake) => handshake,
             Err(refused) => {
-                self.fail(format!("node {node} refused a valid handshake: {}", refused.body));
+                self.fail(format!(
+                    "node {node} refused a valid handshake: {}",
+                    refused.body
+                ));
                 return;
             }
         };
@@ -379,7 +388,10 @@ impl World {
             return;
         }
         client.presence = Presence::Out;
-        self.channel_send(slot, &json!({ "action": "unsubscribe", "channel": PRESENCE }));
+        self.channel_send(
+            slot,
+            &json!({ "action": "unsubscribe", "channel": PRESENCE }),
+        );
     }
 
     pub(crate) fn publish(&mut self, node: usize, channel: u8, key: u8) {
@@ -423,7 +435,11 @@ impl World {
             {
                 let ids: BTreeSet<String> = frame["data"]["presence"]["ids"]
                     .as_array()
-                    .map(|ids| ids.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect())
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(|i| i.as_str().map(str::to_owned))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let count = frame["data"]["presence"]["count"].as_u64();
                 if client.presence != Presence::Joining {
@@ -442,8 +458,9 @@ impl World {
             Some("pubb:member_added") => {
                 let user = frame["data"]["user_id"].as_str().unwrap_or("").to_owned();
                 match &mut client.presence {
-                    Presence::In(members) => (!members.insert(user))
-                        .then_some("member_added for a member it had"),
+                    Presence::In(members) => {
+                        (!members.insert(user)).then_some("member_added for a member it had")
+                    }
                     _ => Some("member_added outside presence"),
                 }
             }

@@ -218,7 +218,11 @@ fn apply(world: &mut World, step: Step) {
     let node = |n: u8| usize::from(n) % nodes;
     let who = |w: u8| usize::from(w) % PRINCIPALS.len();
     match step {
-        Step::WsOpen { slot, node: n, who: w } => world.ws_open(slot, node(n), who(w)),
+        Step::WsOpen {
+            slot,
+            node: n,
+            who: w,
+        } => world.ws_open(slot, node(n), who(w)),
         Step::WsClose { slot } => world.ws_close(slot),
         Step::WsSubscribe { slot, thread, from } => world.ws_subscribe(slot, thread, from),
         Step::WsUnsubscribe { slot, thread } => world.ws_unsubscribe(slot, thread),
@@ -280,7 +284,11 @@ fn apply(world: &mut World, step: Step) {
                 },
             );
         }
-        Step::Create { node: n, who: w, thread } => {
+        Step::Create {
+            node: n,
+            who: w,
+            thread,
+        } => {
             let body = serde_json::json!({ "threadId": world::thread_id(thread) });
             world.http(
                 node(n),
@@ -310,15 +318,35 @@ fn apply(world: &mut World, step: Step) {
                 3 => (Method::Put, r#"{"role":"owner"}"#),
                 _ => (Method::Delete, ""),
             };
-            world.http(node(n), method, &bearer(0), &target, body, None, Call::Grant);
+            world.http(
+                node(n),
+                method,
+                &bearer(0),
+                &target,
+                body,
+                None,
+                Call::Grant,
+            );
         }
-        Step::ChannelOpen { slot, node: n, legacy } => world.channel_open(slot, node(n), legacy),
+        Step::ChannelOpen {
+            slot,
+            node: n,
+            legacy,
+        } => world.channel_open(slot, node(n), legacy),
         Step::ChannelClose { slot } => world.channel_close(slot),
         Step::ChannelSubscribe { slot, channel } => world.channel_subscribe(slot, channel),
         Step::PresenceJoin { slot } => world.presence_join(slot),
         Step::PresenceLeave { slot } => world.presence_leave(slot),
-        Step::Publish { node: n, channel, key } => world.publish(node(n), channel, key),
-        Step::Read { node: n, pick, fail } => world.answer_read(node(n), usize::from(pick), fail),
+        Step::Publish {
+            node: n,
+            channel,
+            key,
+        } => world.publish(node(n), channel, key),
+        Step::Read {
+            node: n,
+            pick,
+            fail,
+        } => world.answer_read(node(n), usize::from(pick), fail),
         Step::Persist { node: n, count } => world.persist(node(n), usize::from(count)),
         Step::SecondWriter { thread, announce } => world.second_writer(thread, announce),
         Step::Relay { from, to, drop } => {

@@ -292,10 +292,19 @@ impl World {
                 .ws
                 .values()
                 .filter(|c| c.node == n)
-                .map(|c| format!("{:?}: {:?}", c.conn, self.nodes[n].engine.thread_subscriptions(c.conn)))
+                .map(|c| {
+                    format!(
+                        "{:?}: {:?}",
+                        c.conn,
+                        self.nodes[n].engine.thread_subscriptions(c.conn)
+                    )
+                })
                 .collect();
             if let Some(trace) = &mut self.trace {
-                trace.push(format!("    node {n} subscriptions {}", positions.join(", ")));
+                trace.push(format!(
+                    "    node {n} subscriptions {}",
+                    positions.join(", ")
+                ));
             }
         }
         for conn in closes {
@@ -529,9 +538,9 @@ impl World {
     /// content), announcing it through the broker or not at all.
     pub(crate) fn second_writer(&mut self, thread: u8, announce: bool) {
         let id = thread_id(thread);
-        let Ok(ReadResult::Thread(Some(mut record))) =
-            self.store.read(&ReadQuery::Thread { thread_id: id.clone() })
-        else {
+        let Ok(ReadResult::Thread(Some(mut record))) = self.store.read(&ReadQuery::Thread {
+            thread_id: id.clone(),
+        }) else {
             return;
         };
         self.counter += 1;
@@ -568,7 +577,11 @@ impl World {
     /// Delivers the next broker message from `from` to `to`; a thread
     /// change is dropped when `drop` says so.
     pub(crate) fn relay(&mut self, from: usize, to: usize, drop: bool) -> bool {
-        let Some(message) = self.relays.get_mut(&(from, to)).and_then(VecDeque::pop_front) else {
+        let Some(message) = self
+            .relays
+            .get_mut(&(from, to))
+            .and_then(VecDeque::pop_front)
+        else {
             return false;
         };
         let from_name = self
@@ -622,7 +635,10 @@ impl World {
     /// the commit that made it.
     fn saw_version(&mut self, n: usize, thread: &ThreadId, version: u64) {
         let commit = self.facts.commit_of(thread, version);
-        let known = self.nodes[n].known_commit.entry(thread.clone()).or_default();
+        let known = self.nodes[n]
+            .known_commit
+            .entry(thread.clone())
+            .or_default();
         *known = (*known).max(commit);
     }
 

@@ -269,15 +269,13 @@ impl Threads {
     }
 }
 
-/// Sends one event frame; `pending` when it is not durable yet (so that it
-/// is dropped if its write is refused).
+/// Sends one event frame, tagged so that it is dropped if its write is
+/// refused or its subscription is decided again.
 fn send_event(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, event: &StoredEvent) {
     let out = Output::Send {
         conn,
         frame: codec::event(thread, &event.json),
     };
-    // Tagged even when durable: a provisional subscription's backlog is
-    // dropped with it.
     let tag = Tag::Event {
         thread: Arc::new(thread.clone()),
         seq: event.seq,
