@@ -238,3 +238,79 @@ fn a_thread_made_stale_under_two_batches_is_reloaded_once_and_repeats_no_event()
         ],
     );
 }
+
+#[test]
+fn a_change_announced_while_an_operation_waits_is_not_undone_by_its_earlier_read() {
+    passes(
+        100_006,
+        &[
+            Step::Create {
+                node: 6,
+                who: 2,
+                thread: 0,
+            },
+            Step::Append {
+                node: 7,
+                who: 0,
+                thread: 0,
+                key: 3,
+            },
+            Step::Grant {
+                node: 5,
+                thread: 0,
+                who: 1,
+                role: 1,
+            },
+            Step::WsOpen {
+                slot: 1,
+                node: 5,
+                who: 1,
+            },
+            Step::Grant {
+                node: 0,
+                thread: 0,
+                who: 3,
+                role: 1,
+            },
+            Step::Settle,
+            Step::Append {
+                node: 7,
+                who: 1,
+                thread: 0,
+                key: 0,
+            },
+            Step::Append {
+                node: 5,
+                who: 3,
+                thread: 0,
+                key: 3,
+            },
+            Step::Read {
+                node: 2,
+                pick: 4,
+                fail: false,
+            },
+            Step::Read {
+                node: 4,
+                pick: 2,
+                fail: false,
+            },
+            Step::Persist { node: 7, count: 3 },
+            Step::Relay {
+                from: 1,
+                to: 2,
+                drop: false,
+            },
+            Step::Read {
+                node: 5,
+                pick: 1,
+                fail: false,
+            },
+            Step::WsSubscribe {
+                slot: 1,
+                thread: 0,
+                from: 4,
+            },
+        ],
+    );
+}

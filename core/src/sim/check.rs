@@ -275,14 +275,15 @@ impl World {
                     .publications
                     .entry(key)
                     .or_insert_with(|| (id.clone(), now));
-                if now.0 >= first.1 .0 + retention {
-                    *first = (id.clone(), now);
-                }
                 if first.0 != id {
-                    let first = first.0.clone();
-                    self.fail(format!(
-                        "publication key {key} answered {id} after {first}: published twice"
-                    ));
+                    if now.0 < first.1 .0 + retention {
+                        let first = first.0.clone();
+                        self.fail(format!(
+                            "publication key {key} answered {id} after {first}: published twice"
+                        ));
+                    } else {
+                        *first = (id, now);
+                    }
                 }
             }
             _ => {}

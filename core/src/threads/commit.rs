@@ -189,6 +189,7 @@ impl Threads {
             None => {}
             Some(Slot::Absent) => {
                 self.cache.remove(thread);
+                self.forget_answers(thread);
             }
             Some(Slot::Present(_)) => {
                 let Some(state) = self.cache.get_mut(thread) else {
@@ -203,6 +204,7 @@ impl Threads {
                     // Nobody follows it here: forget it rather than read it;
                     // its next use loads it again.
                     self.cache.remove(thread);
+                    self.forget_answers(thread);
                     return;
                 }
                 self.refresh(cx, thread);
@@ -267,6 +269,7 @@ impl Threads {
     pub(super) fn reload(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
         let durable = self.cache.get(thread).map_or(0, |s| s.durable().head_seq);
         self.cache.remove(thread);
+        self.forget_answers(thread);
         self.rewind_subscriptions(thread, durable);
         self.load_for_cache(cx, thread);
     }

@@ -259,6 +259,17 @@ impl Threads {
         }
     }
 
+    /// Forgets what parked operations read of `thread`: it changed since,
+    /// and a stale record must not be cached again when they run on.
+    pub(super) fn forget_answers(&mut self, thread: &ThreadId) {
+        let query = ReadQuery::Thread {
+            thread_id: thread.clone(),
+        };
+        for work in self.works.values_mut() {
+            work.answers.remove(&query);
+        }
+    }
+
     /// Runs a parked operation again.
     pub(super) fn resume(&mut self, cx: &mut Ctx<'_>, id: u64) {
         let Some(mut work) = self.works.remove(&id) else {
