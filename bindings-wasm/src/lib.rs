@@ -23,6 +23,9 @@
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!
+//! The deterministic simulator of whole deployments is the `Simulation`
+//! class (see `sim.rs`).
+//!
 //! What a request is comes from the core's edge, exported as the `Edge`
 //! class (`routeRequest`, `admitFrame`), and every `now` from a
 //! `MonotonicClock`; see `edge.rs`.
@@ -39,6 +42,7 @@
 mod config;
 mod edge;
 mod js;
+mod sim;
 mod ts;
 mod wire;
 
@@ -51,6 +55,7 @@ use bubble_core::{
 use wasm_bindgen::prelude::*;
 
 pub use edge::{ChannelHandshake, MonotonicClock, WasmEdge};
+pub use sim::WasmSimulation;
 
 /// The engine, as a JavaScript class.
 #[wasm_bindgen(js_name = Engine)]

@@ -27,9 +27,11 @@ use crate::http::Method;
 
 mod check;
 mod clients;
+mod session;
 mod step;
 mod world;
 
+pub use session::{ChannelView, Simulation, Snapshot, WsView};
 pub use step::Step;
 
 use step::Rng;
@@ -109,36 +111,15 @@ fn run(
     steps: &[Step],
     trace: &mut Option<Vec<String>>,
 ) -> Result<Stats, (usize, String)> {
-    let nodes = nodes_for(seed);
-    let mut world = World::new(seed, nodes);
-    world.trace = trace.take();
-    let result = run_world(&mut world, steps);
-    *trace = world.trace.take();
-    result
-}
-
-fn run_world(world: &mut World, steps: &[Step]) -> Result<Stats, (usize, String)> {
-    let nodes = world.nodes.len();
-    for (i, step) in steps.iter().enumerate() {
-        if let Some(trace) = &mut world.trace {
-            trace.push(format!("step {i}: {step:?}"));
-        }
-        apply(world, *step);
-        world.check_store();
-        if let Some(message) = world.violation() {
-            return Err((i, message.to_owned()));
-        }
+    let mut sim = Simulation::with_steps(seed, steps.to_vec());
+    let recording = trace.take().map(|lines| sim.record(lines)).is_some();
+    while sim.step().is_some() {}
+    if recording {
+        *trace = Some(sim.recorded());
     }
-    apply(world, Step::Settle);
-    if let Some(message) = world.violation() {
-        return Err((steps.len(), message.to_owned()));
-    }
-    let events = (0..step::THREADS).map(|t| head_of(world, t)).sum();
-    Ok(Stats {
-        steps: steps.len(),
-        nodes,
-        events,
-    })
+    sim.outcome()
+        .cloned()
+        .unwrap_or_else(|| Err((steps.len(), "the run did not end".into())))
 }
 
 fn head_of(world: &World, thread: u8) -> u64 {
