@@ -21,9 +21,10 @@ pub(crate) struct Facts {
     readable: BTreeMap<(ThreadId, u64), BTreeSet<String>>,
     /// `201 Created` answers per thread.
     created: BTreeMap<u8, u32>,
-    /// The publication id first answered per publication key, and when
-    /// (a key is free again once its retention has passed).
-    publications: BTreeMap<u8, (String, Millis)>,
+    /// The publications answered per publication key, in order, with when
+    /// each was first answered (a key is free again once the retention of
+    /// its latest has passed).
+    publications: BTreeMap<u8, Vec<(String, Millis)>>,
     /// The highest seq any engine has asked to persist, per thread.
     issued: BTreeMap<ThreadId, u64>,
     /// Events of each thread already checked in the store.
@@ -270,20 +271,18 @@ impl World {
                 }
                 let id = body["publicationId"].as_str().unwrap_or("").to_owned();
                 let (now, retention) = (self.now, world::retention_ms());
-                let first = self
-                    .facts
-                    .publications
-                    .entry(key)
-                    .or_insert_with(|| (id.clone(), now));
-                if first.0 != id {
-                    if now.0 < first.1 .0 + retention {
-                        let first = first.0.clone();
-                        self.fail(format!(
-                            "publication key {key} answered {id} after {first}: published twice"
-                        ));
-                    } else {
-                        *first = (id, now);
-                    }
+                let seen = self.facts.publications.entry(key).or_default();
+                // An id seen before is the key's latest publication, or an
+                // older one a node still remembers (docs/simulation.md).
+                let known = seen.iter().any(|(earlier, _)| *earlier == id);
+                let free = seen.last().is_none_or(|(_, at)| now.0 >= at.0 + retention);
+                if !known && free {
+                    seen.push((id, now));
+                } else if !known {
+                    let latest = seen.last().map(|(l, _)| l.clone()).unwrap_or_default();
+                    self.fail(format!(
+                        "publication key {key} answered {id} after {latest}: published twice"
+                    ));
                 }
             }
             _ => {}
