@@ -314,3 +314,88 @@ fn a_change_announced_while_an_operation_waits_is_not_undone_by_its_earlier_read
         ],
     );
 }
+
+#[test]
+fn a_failed_reload_keeps_subscriptions_where_they_were_and_repeats_no_event() {
+    passes(
+        100_039,
+        &[
+            Step::Create {
+                node: 2,
+                who: 3,
+                thread: 2,
+            },
+            Step::WsOpen {
+                slot: 1,
+                node: 4,
+                who: 3,
+            },
+            Step::Read {
+                node: 5,
+                pick: 2,
+                fail: false,
+            },
+            Step::Grant {
+                node: 1,
+                thread: 2,
+                who: 2,
+                role: 3,
+            },
+            Step::Persist { node: 5, count: 1 },
+            Step::Append {
+                node: 3,
+                who: 2,
+                thread: 2,
+                key: 0,
+            },
+            Step::Read {
+                node: 1,
+                pick: 1,
+                fail: false,
+            },
+            Step::WsSubscribe {
+                slot: 1,
+                thread: 2,
+                from: 4,
+            },
+            Step::Persist { node: 4, count: 1 },
+            Step::Settle,
+            Step::Append {
+                node: 4,
+                who: 0,
+                thread: 2,
+                key: 1,
+            },
+            Step::SecondWriter {
+                thread: 2,
+                announce: true,
+            },
+            Step::WsSubscribe {
+                slot: 1,
+                thread: 1,
+                from: 7,
+            },
+            Step::Read {
+                node: 7,
+                pick: 6,
+                fail: false,
+            },
+            Step::Persist { node: 4, count: 1 },
+            Step::Read {
+                node: 4,
+                pick: 6,
+                fail: false,
+            },
+            Step::Relay {
+                from: 7,
+                to: 7,
+                drop: false,
+            },
+            Step::Read {
+                node: 7,
+                pick: 4,
+                fail: true,
+            },
+        ],
+    );
+}

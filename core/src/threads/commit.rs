@@ -267,7 +267,9 @@ impl Threads {
     /// Forgets `thread` and reads it again; its subscriptions resume from
     /// what they were sent that is durable.
     pub(super) fn reload(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
-        let durable = self.cache.get(thread).map_or(0, |s| s.durable().head_seq);
+        // A thread no longer cached (its reload is already under way, or
+        // failed) keeps its subscriptions where that reload put them.
+        let durable = self.cache.get(thread).map(|s| s.durable().head_seq);
         self.cache.remove(thread);
         self.forget_answers(thread);
         self.rewind_subscriptions(thread, durable);

@@ -190,8 +190,13 @@ impl Threads {
 
     /// `thread`'s cached state is dropped: its subscriptions were sent at
     /// most `durable` of what will stand (the rest was held and is dropped
-    /// or replayed), so they catch up from there once it is reloaded.
-    pub(in crate::threads) fn rewind_subscriptions(&mut self, thread: &ThreadId, durable: u64) {
+    /// or replayed), so they catch up from there once it is reloaded
+    /// (`None`: it was dropped before, they stay where they are).
+    pub(in crate::threads) fn rewind_subscriptions(
+        &mut self,
+        thread: &ThreadId,
+        durable: Option<u64>,
+    ) {
         let Some(subscribers) = self.sockets.subscribers.get(thread) else {
             return;
         };
@@ -202,7 +207,9 @@ impl Threads {
                 .get_mut(conn)
                 .and_then(|c| c.subs.get_mut(thread))
             {
-                sub.next = sub.floor.max(sub.next.min(durable + 1));
+                if let Some(durable) = durable {
+                    sub.next = sub.floor.max(sub.next.min(durable + 1));
+                }
                 sub.live = false;
                 sub.read = None;
             }
