@@ -27,6 +27,7 @@ use crate::http::Method;
 
 mod check;
 mod clients;
+mod host;
 mod session;
 mod step;
 mod world;
