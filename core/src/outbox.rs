@@ -82,6 +82,11 @@ impl Outbox {
         self.issued
     }
 
+    /// The last batch reported durable.
+    pub(crate) fn durable(&self) -> u64 {
+        self.durable
+    }
+
     /// Ends the current input: its writes become one `Persist` batch.
     pub(crate) fn seal(&mut self, writes: Batch) {
         if self.writing {

@@ -224,7 +224,7 @@ impl Threads {
                 return self.subscribe(cx, conn, &caller, thread, from_seq);
             }
             Ok(ClientFrame::Unsubscribe { thread }) => {
-                if self.sockets.unsubscribe(conn, &thread) {
+                if self.drop_subscription(cx, conn, &thread) {
                     lost_subscriptions(cx, 1);
                 }
                 return None;
@@ -322,6 +322,35 @@ impl Threads {
 }
 
 impl Threads {
+    /// Removes `conn`'s subscription to `thread`; false when there was none.
+    /// One still provisional has sent nothing yet (its outputs wait behind
+    /// the fence): they are dropped with it, so a client never sees a
+    /// subscription open that ended before its grant stood.
+    pub(in crate::threads) fn drop_subscription(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        thread: &ThreadId,
+    ) -> bool {
+        let unseen = self
+            .sockets
+            .conns
+            .get(&conn)
+            .and_then(|c| c.subs.get(thread))
+            .and_then(|s| s.provisional)
+            .is_some_and(|p| p.fence > cx.out.durable());
+        if unseen {
+            cx.out.discard(|tag, out| match tag {
+                Tag::Subscription { conn: c, thread: t } => *c == conn && **t == *thread,
+                Tag::Event { thread: t, .. } => {
+                    **t == *thread && matches!(out, Output::Send { conn: c, .. } if *c == conn)
+                }
+                Tag::Plain | Tag::Op(_) => false,
+            });
+        }
+        self.sockets.unsubscribe(conn, thread)
+    }
+
     /// Ends, unseen, the subscriptions to `doomed` threads that were
     /// authorized by writes of `batch` or later, which were just refused
     /// (a grant or a creation another writer beat): each comes back as

@@ -119,7 +119,7 @@ impl Threads {
                     Err(e) => e.to_bubble_error(),
                     Ok(_) => BubbleError::Internal,
                 };
-                self.sockets.unsubscribe(conn, thread);
+                self.drop_subscription(cx, conn, thread);
                 lost_subscriptions(cx, 1);
                 end_subscription(cx, conn, thread, &err);
                 return;
@@ -263,7 +263,7 @@ impl Threads {
                 if held.is_some_and(|h| h.contains(Capability::EventsSubscribe)) {
                     continue;
                 }
-                self.sockets.unsubscribe(conn, &thread);
+                self.drop_subscription(cx, conn, &thread);
                 lost_subscriptions(cx, 1);
                 end_subscription(
                     cx,
