@@ -23,8 +23,9 @@
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!
-//! The deterministic simulator of whole deployments is the `Simulation`
-//! class (see `sim.rs`).
+//! With the feature `sim`, the deterministic simulator of whole
+//! deployments is the `Simulation` class (see `sim.rs`); the page's package
+//! is built with it, the edge worker's without.
 //!
 //! What a request is comes from the core's edge, exported as the `Edge`
 //! class (`routeRequest`, `admitFrame`), and every `now` from a
@@ -42,6 +43,7 @@
 mod config;
 mod edge;
 mod js;
+#[cfg(feature = "sim")]
 mod sim;
 mod ts;
 mod wire;
@@ -55,6 +57,7 @@ use bubble_core::{
 use wasm_bindgen::prelude::*;
 
 pub use edge::{ChannelHandshake, MonotonicClock, WasmEdge};
+#[cfg(feature = "sim")]
 pub use sim::WasmSimulation;
 
 /// The engine, as a JavaScript class.
