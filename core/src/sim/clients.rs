@@ -26,8 +26,8 @@ pub(crate) enum Sub {
     /// `stale`: an unsubscribed episode's frames may still arrive first.
     /// `lo`: the highest head the node had been told of when it was sent.
     Subscribing { from: u64, stale: bool, lo: u64 },
-    /// Registered at `through`; `next` is the seq the next event must carry.
-    Open { through: u64, next: u64 },
+    /// Registered; `next` is the seq the next event must carry.
+    Open { next: u64 },
     /// Unsubscribed; frames in flight may still arrive and are ignored.
     Leftover,
 }
@@ -211,7 +211,7 @@ impl World {
                     return;
                 };
                 let next = from.min(through.saturating_add(1));
-                self.set_sub(slot, thread, Some(Sub::Open { through, next }));
+                self.set_sub(slot, thread, Some(Sub::Open { next }));
                 self.deferred.push(Opened {
                     thread,
                     through,
@@ -224,8 +224,8 @@ impl World {
                 self.check_event(thread, event, Some((n, who)), "a thread.event frame");
                 let seq = event["seq"].as_u64().unwrap_or(0);
                 match state {
-                    Some(Sub::Open { through, next }) if seq == next => {
-                        self.set_sub(slot, thread, Some(Sub::Open { through, next: next + 1 }));
+                    Some(Sub::Open { next }) if seq == next => {
+                        self.set_sub(slot, thread, Some(Sub::Open { next: next + 1 }));
                     }
                     Some(Sub::Open { next, .. }) => self.fail(format!(
                         "slot {slot} expected t{thread}#{next} and got #{seq} (a gap, a repeat or disorder)"
