@@ -99,7 +99,11 @@ fn a_subscription_authorized_by_a_grant_that_is_refused_sends_nothing_until_it_s
                 thread: 0,
                 announce: false,
             },
-            Step::Persist { node: 0, count: 2 },
+            Step::Persist {
+                node: 0,
+                count: 2,
+                unavailable: false,
+            },
             Step::WsOpen {
                 slot: 0,
                 node: 0,
@@ -116,7 +120,11 @@ fn a_subscription_authorized_by_a_grant_that_is_refused_sends_nothing_until_it_s
                 pick: 3,
                 fail: false,
             },
-            Step::Persist { node: 1, count: 2 },
+            Step::Persist {
+                node: 1,
+                count: 2,
+                unavailable: false,
+            },
             Step::Grant {
                 node: 3,
                 thread: 0,
@@ -133,7 +141,11 @@ fn a_subscription_authorized_by_a_grant_that_is_refused_sends_nothing_until_it_s
                 pick: 4,
                 fail: false,
             },
-            Step::Persist { node: 5, count: 3 },
+            Step::Persist {
+                node: 5,
+                count: 3,
+                unavailable: false,
+            },
         ],
     );
 }
@@ -164,7 +176,11 @@ fn a_subscription_decided_while_an_append_is_refused_is_decided_again_unseen() {
                 pick: 7,
                 fail: false,
             },
-            Step::Persist { node: 7, count: 3 },
+            Step::Persist {
+                node: 7,
+                count: 3,
+                unavailable: false,
+            },
             Step::WsAppend { slot: 0, thread: 2 },
             Step::Settle,
             Step::SecondWriter {
@@ -229,7 +245,11 @@ fn a_thread_made_stale_under_two_batches_is_reloaded_once_and_repeats_no_event()
                 thread: 1,
                 key: 1,
             },
-            Step::Persist { node: 6, count: 1 },
+            Step::Persist {
+                node: 6,
+                count: 1,
+                unavailable: false,
+            },
             Step::WsSubscribe {
                 slot: 6,
                 thread: 1,
@@ -240,8 +260,16 @@ fn a_thread_made_stale_under_two_batches_is_reloaded_once_and_repeats_no_event()
                 pick: 6,
                 fail: false,
             },
-            Step::Persist { node: 5, count: 3 },
-            Step::Persist { node: 4, count: 2 },
+            Step::Persist {
+                node: 5,
+                count: 3,
+                unavailable: false,
+            },
+            Step::Persist {
+                node: 4,
+                count: 2,
+                unavailable: false,
+            },
             Step::Relay {
                 from: 4,
                 to: 6,
@@ -307,7 +335,11 @@ fn a_change_announced_while_an_operation_waits_is_not_undone_by_its_earlier_read
                 pick: 2,
                 fail: false,
             },
-            Step::Persist { node: 7, count: 3 },
+            Step::Persist {
+                node: 7,
+                count: 3,
+                unavailable: false,
+            },
             Step::Relay {
                 from: 1,
                 to: 2,
@@ -353,7 +385,11 @@ fn a_failed_reload_keeps_subscriptions_where_they_were_and_repeats_no_event() {
                 who: 2,
                 role: 3,
             },
-            Step::Persist { node: 5, count: 1 },
+            Step::Persist {
+                node: 5,
+                count: 1,
+                unavailable: false,
+            },
             Step::Append {
                 node: 3,
                 who: 2,
@@ -370,7 +406,11 @@ fn a_failed_reload_keeps_subscriptions_where_they_were_and_repeats_no_event() {
                 thread: 2,
                 from: 4,
             },
-            Step::Persist { node: 4, count: 1 },
+            Step::Persist {
+                node: 4,
+                count: 1,
+                unavailable: false,
+            },
             Step::Settle,
             Step::Append {
                 node: 4,
@@ -392,7 +432,11 @@ fn a_failed_reload_keeps_subscriptions_where_they_were_and_repeats_no_event() {
                 pick: 6,
                 fail: false,
             },
-            Step::Persist { node: 4, count: 1 },
+            Step::Persist {
+                node: 4,
+                count: 1,
+                unavailable: false,
+            },
             Step::Read {
                 node: 4,
                 pick: 6,
@@ -413,7 +457,7 @@ fn a_failed_reload_keeps_subscriptions_where_they_were_and_repeats_no_event() {
 }
 
 #[test]
-fn a_subscription_revoked_before_its_grant_stands_never_shows_as_open() {
+fn a_subscription_revoked_before_its_grant_stands_delivers_no_event() {
     passes(
         10_821,
         &[
@@ -455,8 +499,16 @@ fn a_subscription_revoked_before_its_grant_stands_never_shows_as_open() {
                 who: 3,
                 role: 4,
             },
-            Step::Persist { node: 0, count: 1 },
-            Step::Persist { node: 0, count: 1 },
+            Step::Persist {
+                node: 0,
+                count: 1,
+                unavailable: false,
+            },
+            Step::Persist {
+                node: 0,
+                count: 1,
+                unavailable: false,
+            },
             Step::SecondWriter {
                 thread: 2,
                 announce: true,

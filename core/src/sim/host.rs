@@ -30,13 +30,19 @@ impl World {
         self.feed(n, Input::ReadDone { read, result });
     }
 
-    /// Commits the first `count` pending batches of node `n` and reports them.
-    pub(crate) fn persist(&mut self, n: usize, count: usize) {
+    /// Commits the first `count` pending batches of node `n` and reports
+    /// them; when the store is `unavailable`, applies nothing and reports
+    /// every group refused.
+    pub(crate) fn persist(&mut self, n: usize, count: usize, unavailable: bool) {
         let count = count.min(self.nodes[n].batches.len());
         let taken: Vec<(BatchId, Batch)> = self.nodes[n].batches.drain(..count).collect();
         let mut reports = Vec::new();
         for (batch, writes) in taken {
-            let refused = self.commit(&writes);
+            let refused = if unavailable {
+                writes.threads.iter().map(|g| g.thread_id.clone()).collect()
+            } else {
+                self.commit(&writes)
+            };
             reports.push((batch, refused));
         }
         let mut last = None;
@@ -376,7 +382,7 @@ impl World {
             }
             if !self.nodes[n].batches.is_empty() {
                 let all = self.nodes[n].batches.len();
-                self.persist(n, all);
+                self.persist(n, all, false);
                 return true;
             }
             if !self.nodes[n].claims.is_empty() {

@@ -329,7 +329,11 @@ fn apply(world: &mut World, step: Step) {
             pick,
             fail,
         } => world.answer_read(node(n), usize::from(pick), fail),
-        Step::Persist { node: n, count } => world.persist(node(n), usize::from(count)),
+        Step::Persist {
+            node: n,
+            count,
+            unavailable,
+        } => world.persist(node(n), usize::from(count), unavailable),
         Step::SecondWriter { thread, announce } => world.second_writer(thread, announce),
         Step::Relay { from, to, drop } => {
             let from = usize::from(from) % (nodes + 1);

@@ -177,12 +177,16 @@ pub enum Step {
         fail: bool,
     },
     /// The host commits the first `count` pending batches of `node` in one
-    /// group commit and reports them.
+    /// group commit and reports them; `unavailable`: the store could not be
+    /// reached, nothing was applied, and every group is reported refused
+    /// (what the native host does).
     Persist {
         /// The node.
         node: u8,
         /// How many batches.
         count: u8,
+        /// The store is unreachable for this commit.
+        unavailable: bool,
     },
     /// Another writer changes the thread's version behind every engine's back.
     SecondWriter {
@@ -309,6 +313,7 @@ impl Step {
             640..=759 => Step::Persist {
                 node,
                 count: 1 + rng.pick(3),
+                unavailable: rng.chance(4),
             },
             760..=774 => Step::SecondWriter {
                 thread,

@@ -324,8 +324,9 @@ impl Threads {
 impl Threads {
     /// Removes `conn`'s subscription to `thread`; false when there was none.
     /// One still provisional has sent nothing yet (its outputs wait behind
-    /// the fence): they are dropped with it, so a client never sees a
-    /// subscription open that ended before its grant stood.
+    /// the fence): the events it would have sent are dropped with it, so a
+    /// subscription that ends before the grant that opened it stands
+    /// delivers nothing (its opening and its end still go out).
     pub(in crate::threads) fn drop_subscription(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -341,11 +342,10 @@ impl Threads {
             .is_some_and(|p| p.fence > cx.out.durable());
         if unseen {
             cx.out.discard(|tag, out| match tag {
-                Tag::Subscription { conn: c, thread: t } => *c == conn && **t == *thread,
                 Tag::Event { thread: t, .. } => {
                     **t == *thread && matches!(out, Output::Send { conn: c, .. } if *c == conn)
                 }
-                Tag::Plain | Tag::Op(_) => false,
+                Tag::Subscription { .. } | Tag::Plain | Tag::Op(_) => false,
             });
         }
         self.sockets.unsubscribe(conn, thread)
