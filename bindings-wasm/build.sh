@@ -5,6 +5,9 @@
 # gzipped. The page's copy, www/pkg, is committed: scripts/build-page-pkg.sh
 # rebuilds it with this script.
 #
+# BUBBLE_WASM_FEATURES: cargo features of bubble-wasm to build with (the
+# page's package is built with `sim`, the simulator).
+#
 # Paths of the machine (the cargo registry, this checkout) are remapped, so
 # the same sources, toolchain and wasm-bindgen give the same bytes anywhere.
 set -euo pipefail
@@ -19,6 +22,7 @@ done
 export CARGO_ENCODED_RUSTFLAGS=$(IFS=$'\x1f'; echo "${flags[*]}")
 
 wasm=$(cargo build -q -p bubble-wasm --target wasm32-unknown-unknown --profile release-wasm \
+  ${BUBBLE_WASM_FEATURES:+--features "$BUBBLE_WASM_FEATURES"} \
   --message-format=json-render-diagnostics \
   | grep -o '"[^"]*/bubble_wasm\.wasm"' | tail -n 1 | tr -d '"')
 [ -f "$wasm" ] || { echo "error: cargo reported no bubble_wasm.wasm" >&2; exit 1; }

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build -q --workspace --features bubble-core/contract --bins
+cargo build -q --workspace --features bubble-core/contract,bubble-core/sim,bubble-wasm/sim --bins
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
 timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results" \

@@ -38,7 +38,7 @@ if [ "${1:-}" = "--inputs" ]; then
   exit 0
 fi
 
-bindings-wasm/build.sh
+BUBBLE_WASM_FEATURES=sim bindings-wasm/build.sh
 
 pkg=www/pkg
 rm -rf "$pkg"

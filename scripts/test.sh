@@ -3,7 +3,7 @@
 # Usage: scripts/test.sh
 #
 # Everything native is compiled once, by one cargo invocation with one
-# feature set (the workspace with bubble-core/contract), and every later step
+# feature set (the workspace with bubble-core/contract, bubble-core/sim and bubble-wasm/sim), and every later step
 # reuses those binaries: the black-box tests and the JavaScript tests run the
 # `bubble` binary it built (BUBBLE_BIN), the bench smoke its `bubble-bench`.
 # The wasm module is built once too (bindings-wasm/build.sh), checked for host
@@ -15,10 +15,10 @@ scripts/setup.sh
 
 echo "== format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --features bubble-core/contract -- -D warnings
+cargo clippy --workspace --all-targets --features bubble-core/contract,bubble-core/sim,bubble-wasm/sim -- -D warnings
 
 echo "== build once: every native binary and test binary"
-cargo test --workspace --features bubble-core/contract --no-run
+cargo test --workspace --features bubble-core/contract,bubble-core/sim,bubble-wasm/sim --no-run
 export BUBBLE_BIN="$(pwd)/${CARGO_TARGET_DIR:-target}/debug/bubble"
 test -x "$BUBBLE_BIN"
 
@@ -26,7 +26,7 @@ echo "== core builds for wasm32 with no host imports"
 scripts/check-wasm-core.sh
 
 echo "== Rust tests (unit, contract, property, black-box)"
-cargo test --workspace --features bubble-core/contract
+cargo test --workspace --features bubble-core/contract,bubble-core/sim,bubble-wasm/sim
 
 echo "== fuzz targets, ${FUZZ_SECS:-20}s each"
 scripts/fuzz.sh

@@ -2,6 +2,7 @@
 // renders it; the live mode lives in live.mjs.
 
 import init, * as wasm from './pkg/bubble_wasm.js';
+import { mountFaultSimulator } from './faults.mjs';
 import { startLive } from './live.mjs';
 import { CAST, THREADS, World } from './sim/world.mjs';
 import { el, Timeline } from './timeline.mjs';
@@ -209,6 +210,7 @@ async function main() {
   };
   for (const b of document.querySelectorAll('.modes button')) b.onclick = () => switchMode(b.dataset.mode);
   startLive();
+  mountFaultSimulator(wasm, document.querySelector('#sim .side'), $('seed'));
   restart();
   setPlaying(true);
   document.body.dataset.ready = 'true';

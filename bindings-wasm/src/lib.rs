@@ -23,6 +23,10 @@
 //! const due = engine.pollTimeout();                        // re-arm one timer, then tick()
 //! ```
 //!
+//! With the feature `sim`, the deterministic simulator of whole
+//! deployments is the `Simulation` class (see `sim.rs`); the page's package
+//! is built with it, the edge worker's without.
+//!
 //! What a request is comes from the core's edge, exported as the `Edge`
 //! class (`routeRequest`, `admitFrame`), and every `now` from a
 //! `MonotonicClock`; see `edge.rs`.
@@ -39,6 +43,8 @@
 mod config;
 mod edge;
 mod js;
+#[cfg(feature = "sim")]
+mod sim;
 mod ts;
 mod wire;
 
@@ -51,6 +57,8 @@ use bubble_core::{
 use wasm_bindgen::prelude::*;
 
 pub use edge::{ChannelHandshake, MonotonicClock, WasmEdge};
+#[cfg(feature = "sim")]
+pub use sim::WasmSimulation;
 
 /// The engine, as a JavaScript class.
 #[wasm_bindgen(js_name = Engine)]

@@ -94,6 +94,8 @@ pub mod metrics;
 pub mod model;
 mod outbox;
 pub mod policy;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod store;
 mod threads;
 

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::ids::{BatchId, ThreadId};
+use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Output;
 use crate::store::Batch;
 
@@ -25,6 +25,8 @@ pub(crate) enum Tag {
     Event { thread: Arc<ThreadId>, seq: u64 },
     /// Answers operation `op`, which may be decided again.
     Op(u64),
+    /// Opens `conn`'s subscription to `thread`, which may be decided again.
+    Subscription { conn: ConnId, thread: Arc<ThreadId> },
 }
 
 /// Outputs ready to poll, outputs held behind the fence, and whether the
@@ -80,6 +82,11 @@ impl Outbox {
         self.issued
     }
 
+    /// The last batch reported durable.
+    pub(crate) fn durable(&self) -> u64 {
+        self.durable
+    }
+
     /// Ends the current input: its writes become one `Persist` batch.
     pub(crate) fn seal(&mut self, writes: Batch) {
         if self.writing {
@@ -111,9 +118,9 @@ impl Outbox {
         true
     }
 
-    /// Drops every held output whose tag matches `doomed`.
-    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag) -> bool) {
-        self.held.retain(|(_, tag, _)| !doomed(tag));
+    /// Drops every held output that `doomed` picks by its tag and itself.
+    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag, &Output) -> bool) {
+        self.held.retain(|(_, tag, out)| !doomed(tag, out));
     }
 
     /// The next output: persistence requests first, then released outputs.

@@ -8,12 +8,13 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
-use crate::ids::{BatchId, ThreadId};
+use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Output;
 use crate::outbox::Tag;
 use crate::store::{Batch, ReadQuery, ThreadWrites, Write};
 use crate::threads::cache::Slot;
-use crate::threads::work::{Inflight, Waiter, Work};
+use crate::threads::work::{Inflight, Op, Waiter, Work};
+use crate::threads::ws::codec;
 use crate::threads::Threads;
 
 impl Threads {
@@ -68,7 +69,9 @@ impl Threads {
             for thread in self.batches.remove(&b).unwrap_or_default() {
                 if let Some(state) = self.cache.get_mut(&thread) {
                     state.persisted(batch.0);
-                    if state.stale && !state.in_flight() {
+                    // Once per thread: a second reload would find it gone
+                    // and rewind its subscriptions to their floor.
+                    if state.stale && !state.in_flight() && !stale.contains(&thread) {
                         stale.push(thread.clone());
                     }
                     changed.insert(thread);
@@ -127,11 +130,30 @@ impl Threads {
                 ((*t).clone(), head)
             })
             .collect();
-        cx.out.discard(|tag| match tag {
+        let redo = self.provisional_subscriptions(cx, batch, &doomed);
+        let redone = |c: &ConnId, t: &ThreadId| redo.iter().any(|(rc, rt, _)| rc == c && rt == t);
+        cx.out.discard(|tag, out| match tag {
             Tag::Plain => false,
             Tag::Op(id) => rerun_ids.contains(id),
-            Tag::Event { thread, seq } => durable.iter().any(|(t, d)| t == &**thread && seq > d),
+            Tag::Subscription { conn, thread } => redone(conn, thread),
+            Tag::Event { thread, seq } => {
+                durable.iter().any(|(t, d)| t == &**thread && seq > d)
+                    || matches!(out, Output::Send { conn, .. } if redone(conn, thread))
+            }
         });
+        let mut rerun = rerun;
+        for (conn, thread, from_seq) in redo {
+            let id = self.new_op();
+            rerun.push(Inflight {
+                batch: batch.0,
+                thread: thread.clone(),
+                id,
+                op: Op::Frame {
+                    conn,
+                    text: codec::subscribe(&thread, from_seq),
+                },
+            });
+        }
         for threads in self.batches.values_mut() {
             threads.retain(|t| !doomed.contains(&t));
         }
@@ -167,6 +189,7 @@ impl Threads {
             None => {}
             Some(Slot::Absent) => {
                 self.cache.remove(thread);
+                self.forget_answers(thread);
             }
             Some(Slot::Present(_)) => {
                 let Some(state) = self.cache.get_mut(thread) else {
@@ -181,6 +204,7 @@ impl Threads {
                     // Nobody follows it here: forget it rather than read it;
                     // its next use loads it again.
                     self.cache.remove(thread);
+                    self.forget_answers(thread);
                     return;
                 }
                 self.refresh(cx, thread);
@@ -243,8 +267,11 @@ impl Threads {
     /// Forgets `thread` and reads it again; its subscriptions resume from
     /// what they were sent that is durable.
     pub(super) fn reload(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
-        let durable = self.cache.get(thread).map_or(0, |s| s.durable().head_seq);
+        // A thread no longer cached (its reload is already under way, or
+        // failed) keeps its subscriptions where that reload put them.
+        let durable = self.cache.get(thread).map(|s| s.durable().head_seq);
         self.cache.remove(thread);
+        self.forget_answers(thread);
         self.rewind_subscriptions(thread, durable);
         self.load_for_cache(cx, thread);
     }

@@ -61,6 +61,9 @@ pub(crate) struct Threads {
     answers: work::Answers,
     /// The thread the operation being run wrote to.
     wrote: Option<ThreadId>,
+    /// A thread with writes not yet durable that the operation being run
+    /// was authorized against: its answer stands only if they commit.
+    relied_on: Option<ThreadId>,
     /// The current input's writes, by thread.
     building: Vec<ThreadWrites>,
     /// Operations whose writes are not durable yet, in decision order.
@@ -82,6 +85,7 @@ impl Threads {
             next_op: 0,
             answers: work::Answers::new(),
             wrote: None,
+            relied_on: None,
             building: Vec::new(),
             inflight: VecDeque::new(),
             batches: BTreeMap::new(),

@@ -40,7 +40,14 @@ impl Threads {
     pub(super) fn held(&mut self, caller: &Caller, id: &ThreadId) -> Result<CapabilitySet, Step> {
         loop {
             match self.cache.capabilities(caller, id) {
-                Ok(held) => return Ok(held.unwrap_or(CapabilitySet::EMPTY)),
+                Ok(held) => {
+                    let undecided = self.cache.get(id).is_some_and(|t| t.in_flight())
+                        || self.building.iter().any(|g| &g.thread_id == id);
+                    if undecided {
+                        self.relied_on = Some(id.clone());
+                    }
+                    return Ok(held.unwrap_or(CapabilitySet::EMPTY));
+                }
                 Err(missing) => self.load(&missing.0)?,
             }
         }

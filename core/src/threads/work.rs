@@ -161,10 +161,17 @@ impl Threads {
         request: &HttpRequest<'_>,
     ) -> Option<ReadQuery> {
         self.wrote = None;
+        self.relied_on = None;
         let result = match caller {
             Ok(caller) => self.route(cx, &caller, request),
             Err(err) => Err(Step::Fail(err.into())),
         };
+        // An answer authorized by writes that may still be refused (a
+        // creation another writer wins, a grant decided on a version that
+        // moved) is decided again if they are, like the writes themselves.
+        if self.wrote.is_none() {
+            self.wrote = self.relied_on.take();
+        }
         let response = match result {
             Ok(response) => response,
             Err(Step::Need(query)) => return Some(query),
@@ -249,6 +256,17 @@ impl Threads {
                 let read = self.new_read(cx, query, waiter);
                 self.loading.insert(thread.clone(), read);
             }
+        }
+    }
+
+    /// Forgets what parked operations read of `thread`: it changed since,
+    /// and a stale record must not be cached again when they run on.
+    pub(super) fn forget_answers(&mut self, thread: &ThreadId) {
+        let query = ReadQuery::Thread {
+            thread_id: thread.clone(),
+        };
+        for work in self.works.values_mut() {
+            work.answers.remove(&query);
         }
     }
 

@@ -22,6 +22,19 @@ pub(crate) struct Sub {
     pub(crate) live: bool,
     /// The backlog read in flight, if any.
     pub(crate) read: Option<ReadId>,
+    /// Set when the subscription was authorized by writes not yet durable.
+    pub(crate) provisional: Option<Provisional>,
+}
+
+/// A subscription decided on writes that may still be refused: if a batch
+/// up to `fence` is refused for its thread, everything it would have sent
+/// is dropped and the subscribe is decided again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Provisional {
+    /// The fence of the subscription's first outputs.
+    pub(crate) fence: u64,
+    /// The `fromSeq` it was asked with.
+    pub(crate) from_seq: u64,
 }
 
 /// A frame that arrived while an earlier one waited for a read.

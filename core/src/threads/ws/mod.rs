@@ -13,10 +13,13 @@
 //! The engine handles one input at a time, so nothing is appended between
 //! the last replayed event and the switch: no gap and no duplicate.
 
+use std::sync::Arc;
+
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{ConnId, ThreadId};
 use crate::io::{CloseReason, Output, WsFrame};
+use crate::outbox::Tag;
 use crate::policy::Capability;
 use crate::store::ReadQuery;
 use crate::threads::state::Caller;
@@ -28,7 +31,7 @@ pub(crate) mod conn;
 mod replay;
 
 use codec::{ClientFrame, FrameError};
-use conn::{Conn, Queued, Sub};
+use conn::{Conn, Provisional, Queued, Sub};
 
 /// A socket whose bearer was refused: one unscoped `unauthorized` error,
 /// then close 1008.
@@ -45,7 +48,7 @@ fn send_error(cx: &mut Ctx<'_>, conn: ConnId, scope: Option<&str>, err: &BubbleE
     });
 }
 
-fn lost_subscriptions(cx: &mut Ctx<'_>, n: usize) {
+pub(in crate::threads) fn lost_subscriptions(cx: &mut Ctx<'_>, n: usize) {
     let n = u64::try_from(n).unwrap_or(u64::MAX);
     cx.metrics.thread_subscriptions = cx.metrics.thread_subscriptions.saturating_sub(n);
 }
@@ -209,6 +212,7 @@ impl Threads {
         text: &str,
     ) -> Option<ReadQuery> {
         self.wrote = None;
+        self.relied_on = None;
         let caller = self.sockets.conns.get(&conn)?.caller.clone();
         let (scope, result) = match codec::parse(text) {
             Err(FrameError { scope, error }) => (scope, Err(Step::Fail(error))),
@@ -216,7 +220,7 @@ impl Threads {
                 return self.subscribe(cx, conn, &caller, thread, from_seq);
             }
             Ok(ClientFrame::Unsubscribe { thread }) => {
-                if self.sockets.unsubscribe(conn, &thread) {
+                if self.drop_subscription(cx, conn, &thread) {
                     lost_subscriptions(cx, 1);
                 }
                 return None;
@@ -283,12 +287,18 @@ impl Threads {
             end_subscription(cx, conn, &thread, &err);
             return None;
         }
+        let provisional = self.relied_on.take().map(|_| Provisional {
+            fence: cx.out.current_batch(),
+            from_seq,
+        });
         let head = self.cache.get(&thread).map_or(0, |t| t.head_seq);
         if !resumed {
-            cx.out.push(Output::Send {
+            let frame = codec::opened(&thread, head);
+            let tag = Tag::Subscription {
                 conn,
-                frame: codec::opened(&thread, head),
-            });
+                thread: Arc::new(thread.clone()),
+            };
+            cx.out.push_tagged(Output::Send { conn, frame }, tag);
         }
         cx.metrics.thread_subscriptions += 1;
         let floor = from_seq.min(head + 1);
@@ -297,12 +307,81 @@ impl Threads {
             floor,
             live: floor > head,
             read: None,
+            provisional,
         };
         self.sockets.subscribe(conn, &thread, sub);
         if !sub.live {
             self.replay(cx, conn);
         }
         None
+    }
+}
+
+impl Threads {
+    /// Removes `conn`'s subscription to `thread`; false when there was none.
+    /// One still provisional has sent nothing yet (its outputs wait behind
+    /// the fence): the events it would have sent are dropped with it, so a
+    /// subscription that ends before the grant that opened it stands
+    /// delivers nothing (its opening and its end still go out).
+    pub(in crate::threads) fn drop_subscription(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        thread: &ThreadId,
+    ) -> bool {
+        let unseen = self
+            .sockets
+            .conns
+            .get(&conn)
+            .and_then(|c| c.subs.get(thread))
+            .and_then(|s| s.provisional)
+            .is_some_and(|p| p.fence > cx.out.durable());
+        if unseen {
+            cx.out.discard(|tag, out| match tag {
+                Tag::Event { thread: t, .. } => {
+                    **t == *thread && matches!(out, Output::Send { conn: c, .. } if *c == conn)
+                }
+                Tag::Subscription { .. } | Tag::Plain | Tag::Op(_) => false,
+            });
+        }
+        self.sockets.unsubscribe(conn, thread)
+    }
+
+    /// Ends, unseen, the subscriptions to `doomed` threads that were
+    /// authorized by writes of `batch` or later, which were just refused
+    /// (a grant or a creation another writer beat): each comes back as
+    /// `(conn, thread, fromSeq)`, to be decided again.
+    pub(in crate::threads) fn provisional_subscriptions(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        batch: crate::ids::BatchId,
+        doomed: &[&ThreadId],
+    ) -> Vec<(ConnId, ThreadId, u64)> {
+        let mut redo = Vec::new();
+        for thread in doomed {
+            let conns: Vec<ConnId> = self
+                .sockets
+                .subscribers
+                .get(*thread)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
+            for conn in conns {
+                let from_seq = self
+                    .sockets
+                    .conns
+                    .get(&conn)
+                    .and_then(|c| c.subs.get(*thread))
+                    .and_then(|s| s.provisional)
+                    .filter(|p| p.fence >= batch.0)
+                    .map(|p| p.from_seq);
+                if let Some(from_seq) = from_seq {
+                    self.sockets.unsubscribe(conn, thread);
+                    lost_subscriptions(cx, 1);
+                    redo.push((conn, (*thread).clone(), from_seq));
+                }
+            }
+        }
+        redo
     }
 }
 

@@ -64,7 +64,7 @@ impl Threads {
         if sub.next > durable {
             let pending: Vec<StoredEvent> = state.pending_from(sub.next).cloned().collect();
             for event in pending {
-                send_event(cx, conn, thread, &event, true);
+                send_event(cx, conn, thread, &event);
                 sub.next = event.seq + 1;
             }
             sub.live = true;
@@ -119,14 +119,14 @@ impl Threads {
                     Err(e) => e.to_bubble_error(),
                     Ok(_) => BubbleError::Internal,
                 };
-                self.sockets.unsubscribe(conn, thread);
+                self.drop_subscription(cx, conn, thread);
                 lost_subscriptions(cx, 1);
                 end_subscription(cx, conn, thread, &err);
                 return;
             }
         };
         for event in &events {
-            send_event(cx, conn, thread, event, false);
+            send_event(cx, conn, thread, event);
         }
         let next = events.last().map_or(expected_first, |e| e.seq + 1);
         if let Some(sub) = self.sockets.sub_mut(conn, thread) {
@@ -190,8 +190,13 @@ impl Threads {
 
     /// `thread`'s cached state is dropped: its subscriptions were sent at
     /// most `durable` of what will stand (the rest was held and is dropped
-    /// or replayed), so they catch up from there once it is reloaded.
-    pub(in crate::threads) fn rewind_subscriptions(&mut self, thread: &ThreadId, durable: u64) {
+    /// or replayed), so they catch up from there once it is reloaded
+    /// (`None`: it was dropped before, they stay where they are).
+    pub(in crate::threads) fn rewind_subscriptions(
+        &mut self,
+        thread: &ThreadId,
+        durable: Option<u64>,
+    ) {
         let Some(subscribers) = self.sockets.subscribers.get(thread) else {
             return;
         };
@@ -202,7 +207,9 @@ impl Threads {
                 .get_mut(conn)
                 .and_then(|c| c.subs.get_mut(thread))
             {
-                sub.next = sub.floor.max(sub.next.min(durable + 1));
+                if let Some(durable) = durable {
+                    sub.next = sub.floor.max(sub.next.min(durable + 1));
+                }
                 sub.live = false;
                 sub.read = None;
             }
@@ -256,7 +263,7 @@ impl Threads {
                 if held.is_some_and(|h| h.contains(Capability::EventsSubscribe)) {
                     continue;
                 }
-                self.sockets.unsubscribe(conn, &thread);
+                self.drop_subscription(cx, conn, &thread);
                 lost_subscriptions(cx, 1);
                 end_subscription(
                     cx,
@@ -269,28 +276,16 @@ impl Threads {
     }
 }
 
-/// Sends one event frame; `pending` when it is not durable yet (so that it
-/// is dropped if its write is refused).
-fn send_event(
-    cx: &mut Ctx<'_>,
-    conn: ConnId,
-    thread: &ThreadId,
-    event: &StoredEvent,
-    pending: bool,
-) {
+/// Sends one event frame, tagged so that it is dropped if its write is
+/// refused or its subscription is decided again.
+fn send_event(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId, event: &StoredEvent) {
     let out = Output::Send {
         conn,
         frame: codec::event(thread, &event.json),
     };
-    if pending {
-        cx.out.push_tagged(
-            out,
-            Tag::Event {
-                thread: Arc::new(thread.clone()),
-                seq: event.seq,
-            },
-        );
-    } else {
-        cx.out.push(out);
-    }
+    let tag = Tag::Event {
+        thread: Arc::new(thread.clone()),
+        seq: event.seq,
+    };
+    cx.out.push_tagged(out, tag);
 }
