@@ -279,6 +279,7 @@ impl World {
         let upgrade = ChannelsUpgrade {
             app_key: Some(APP_KEY.into()),
             protocol,
+            version: None,
         };
         let handshake = match self.nodes[node].engine.channel_handshake(&upgrade) {
             Ok(handshake) => handshake,

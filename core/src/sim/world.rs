@@ -56,6 +56,8 @@ pub(crate) fn config() -> Config {
         key: APP_KEY.into(),
         secret: APP_SECRET.into(),
         max_connections: None,
+        client_events: false,
+        webhooks: Vec::new(),
     });
     config.cluster = true;
     config.limits.backlog_page = 2;
@@ -283,6 +285,11 @@ impl World {
                     if self.owners.contains_key(&conn) {
                         self.nodes[n].drains.insert(conn);
                     }
+                }
+                Output::Webhook { url, .. } => {
+                    self.fail(format!(
+                        "node {n} sent a webhook to {url}: the app has none"
+                    ));
                 }
             }
         }
