@@ -183,17 +183,23 @@ export class Engine {
         }
     }
     /**
-     * Decides a `/socket` upgrade (an `Edge.routeRequest` route of kind
-     * `channelsSocket`): `{accepted}`, the handshake `openChannels`
-     * consumes, or `{refused}`, the plain-text response to answer instead.
+     * Decides a `/socket` or `/app/:key` upgrade (an `Edge.routeRequest`
+     * route of kind `channelsSocket`, whose `pusher` and `version` are the
+     * last two arguments): `{accepted}`, the handshake `openChannels`
+     * consumes, or `{refused}`, the plain-text response to answer instead
+     * (a Pusher socket is always accepted: it hears its refusal).
      * @param {string | null | undefined} appKey
      * @param {boolean} protocol2
+     * @param {boolean | null} [pusher]
+     * @param {string | null} [version]
      * @returns {Handshake}
      */
-    channelHandshake(appKey, protocol2) {
+    channelHandshake(appKey, protocol2, pusher, version) {
         var ptr0 = isLikeNone(appKey) ? 0 : passStringToWasm0(appKey, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         var len0 = WASM_VECTOR_LEN;
-        const ret = wasm.engine_channelHandshake(this.__wbg_ptr, ptr0, len0, protocol2);
+        var ptr1 = isLikeNone(version) ? 0 : passStringToWasm0(version, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        var len1 = WASM_VECTOR_LEN;
+        const ret = wasm.engine_channelHandshake(this.__wbg_ptr, ptr0, len0, protocol2, isLikeNone(pusher) ? 0xFFFFFF : pusher ? 1 : 0, ptr1, len1);
         return ret;
     }
     /**
@@ -502,6 +508,110 @@ export class MonotonicClock {
     }
 }
 if (Symbol.dispose) MonotonicClock.prototype[Symbol.dispose] = MonotonicClock.prototype.free;
+
+/**
+ * One seed's run of the simulator, as a JavaScript class.
+ */
+export class Simulation {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        SimulationFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_simulation_free(ptr, 0);
+    }
+    /**
+     * Runs seed `seed` for `steps` steps at once: `undefined` when every
+     * invariant held, otherwise the failure with its seed and shrunk replay.
+     * @param {number} seed
+     * @param {number} steps
+     * @returns {string | undefined}
+     */
+    static check(seed, steps) {
+        const ret = wasm.simulation_check(seed, steps);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * Whether the run is over (passed or failed).
+     * @returns {boolean}
+     */
+    finished() {
+        const ret = wasm.simulation_finished(this.__wbg_ptr);
+        return ret !== 0;
+    }
+    /**
+     * Seed `seed`'s run of `steps` steps (then a final settle), not started.
+     * @param {number} seed
+     * @param {number} steps
+     */
+    constructor(seed, steps) {
+        const ret = wasm.simulation_new(seed, steps);
+        this.__wbg_ptr = ret;
+        SimulationFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * Runs up to `n` steps; returns how many ran.
+     * @param {number} n
+     * @returns {number}
+     */
+    run(n) {
+        const ret = wasm.simulation_run(this.__wbg_ptr, n);
+        return ret >>> 0;
+    }
+    /**
+     * The deployment as JSON (`bubble_core::sim::Snapshot`): clock, heads,
+     * clients, subscriptions, presence views, and the violation if any.
+     * @returns {string}
+     */
+    snapshot() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const ret = wasm.simulation_snapshot(this.__wbg_ptr);
+            deferred1_0 = ret[0];
+            deferred1_1 = ret[1];
+            return getStringFromWasm0(ret[0], ret[1]);
+        } finally {
+            wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * Runs the next step and describes it; `undefined` once the run is over.
+     * @returns {string | undefined}
+     */
+    step() {
+        const ret = wasm.simulation_step(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * The first invariant broken so far, if any.
+     * @returns {string | undefined}
+     */
+    violation() {
+        const ret = wasm.simulation_violation(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+}
+if (Symbol.dispose) Simulation.prototype[Symbol.dispose] = Simulation.prototype.free;
 function __wbg_get_imports() {
     const import0 = {
         __proto__: null,
@@ -603,6 +713,9 @@ const EngineFinalization = (typeof FinalizationRegistry === 'undefined')
 const MonotonicClockFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_monotonicclock_free(ptr, 1));
+const SimulationFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_simulation_free(ptr, 1));
 
 function addToExternrefTable0(obj) {
     const idx = wasm.__externref_table_alloc();

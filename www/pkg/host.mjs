@@ -142,7 +142,7 @@ export class BubbleHost {
 
   /**
    * Decides a socket route: `{open(socket) -> HostConnection}` to upgrade
-   * (for `/socket`, once the engine accepted the handshake), `{refused}`
+   * (for `/socket` and `/app/:key`, once the engine accepted the handshake), `{refused}`
    * with the answer to send instead, or `null` when `route` is no socket.
    */
   upgrade(route) {
@@ -150,7 +150,7 @@ export class BubbleHost {
       return { open: (socket) => this.#open(socket, (now, conn) => this.#engine.openThreads(now, conn, route.token ?? undefined)) };
     }
     if (route.kind !== 'channelsSocket') return null;
-    const { accepted, refused } = this.#engine.channelHandshake(route.appKey ?? undefined, route.protocol2);
+    const { accepted, refused } = this.#engine.channelHandshake(route.appKey ?? undefined, route.protocol2, route.pusher, route.version ?? undefined);
     if (refused) return { refused };
     return { open: (socket) => this.#open(socket, (now, conn) => this.#engine.openChannels(now, conn, accepted)) };
   }
