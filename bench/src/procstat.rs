@@ -25,11 +25,6 @@ pub fn user_system_seconds(pid: u32) -> Option<(f64, f64)> {
     Some((utime as f64 / tick, stime as f64 / tick))
 }
 
-/// User plus system CPU seconds used so far by `pid` (all its threads).
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    user_system_seconds(pid).map(|(u, s)| u + s)
-}
-
 /// Field `field` of `/proc/<pid>/task/*/schedstat`, summed over the
 /// threads of `pid` (0: ns on CPU, 1: ns runnable but waiting).
 fn schedstat_sum(pid: u32, field: usize) -> u64 {
@@ -133,7 +128,7 @@ pub fn machine_idle_seconds() -> Option<(usize, f64)> {
 #[derive(Debug, Clone)]
 pub struct CpuMeter {
     pids: Vec<u32>,
-    start_cpu: f64,
+    start_run_ns: u64,
     start_user: f64,
     start_wait: u64,
     start_ns: u64,
@@ -151,14 +146,14 @@ fn user_seconds(pids: &[u32]) -> f64 {
 impl CpuMeter {
     /// Starts measuring `pids`, and the whole of `core` if given.
     pub fn start(pids: Vec<u32>, core: Option<usize>) -> Self {
-        let start_cpu = pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        let start_run_ns = pids.iter().map(|&p| run_ns(p)).sum();
         let start_user = user_seconds(&pids);
         let start_wait = pids.iter().map(|&p| runqueue_wait_ns(p)).sum();
         CpuMeter {
             start_user,
             softirq: core.and_then(ksoftirqd).map(|pid| (pid, run_ns(pid))),
             pids,
-            start_cpu,
+            start_run_ns,
             start_wait,
             start_ns: crate::clock::now_ns(),
         }
@@ -200,14 +195,17 @@ impl CpuMeter {
         }
     }
 
-    /// Cores used on average since `start` (1.0 = one core busy).
+    /// Cores used on average since `start` (1.0 = one core busy): the
+    /// exact run time of the processes' threads (`schedstat`), not the
+    /// kernel's tick sampling of `/proc/<pid>/stat`, which in a VM is coarse
+    /// and biased by how a server's work lines up with the ticks.
     pub fn cores(&self) -> f64 {
-        let cpu: f64 = self.pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
-        let wall = (crate::clock::now_ns() - self.start_ns) as f64 / 1e9;
-        if wall <= 0.0 {
+        let run: u64 = self.pids.iter().map(|&p| run_ns(p)).sum();
+        let wall = crate::clock::now_ns() - self.start_ns;
+        if wall == 0 {
             0.0
         } else {
-            (cpu - self.start_cpu) / wall
+            run.saturating_sub(self.start_run_ns) as f64 / wall as f64
         }
     }
 }
@@ -219,7 +217,7 @@ mod tests {
     #[test]
     fn reads_own_process() {
         let me = std::process::id();
-        assert!(cpu_seconds(me).is_some());
+        assert!(user_system_seconds(me).is_some());
         assert!(run_ns(me) > 0);
         assert!(ksoftirqd(0).is_some(), "every core has a ksoftirqd");
         assert!(rss_kib(me).unwrap() > 0);
