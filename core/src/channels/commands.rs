@@ -45,7 +45,7 @@ pub(crate) fn parse(text: &str) -> Option<Command> {
 }
 
 /// `None`: the field has the wrong type. `Some(None)`: absent or null.
-fn take_string(fields: &mut Map<String, Value>, name: &str) -> Option<Option<String>> {
+pub(crate) fn take_string(fields: &mut Map<String, Value>, name: &str) -> Option<Option<String>> {
     match fields.remove(name) {
         None | Some(Value::Null) => Some(None),
         Some(Value::String(s)) => Some(Some(s)),

@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::channels::commands::take_string;
+
 /// A well-formed Pusher client message.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
@@ -66,8 +68,8 @@ pub(crate) fn parse(text: &str) -> Option<Command> {
             let mut data = object_data(message.remove("data"))?;
             Some(Command::Subscribe {
                 channel: required(&mut data, "channel")?,
-                auth: optional(&mut data, "auth")?,
-                channel_data: optional(&mut data, "channel_data")?,
+                auth: take_string(&mut data, "auth")?,
+                channel_data: take_string(&mut data, "channel_data")?,
             })
         }
         "pusher:unsubscribe" => {
@@ -101,15 +103,6 @@ fn required(fields: &mut Map<String, Value>, name: &str) -> Option<String> {
     match fields.remove(name) {
         Some(Value::String(s)) => Some(s),
         _ => None,
-    }
-}
-
-/// `None`: the wrong type. `Some(None)`: absent or null.
-fn optional(fields: &mut Map<String, Value>, name: &str) -> Option<Option<String>> {
-    match fields.remove(name) {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => Some(Some(s)),
-        Some(_) => None,
     }
 }
 
