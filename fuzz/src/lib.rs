@@ -61,6 +61,8 @@ pub fn config() -> Config {
         key: APP.1.into(),
         secret: APP.2.into(),
         max_connections: None,
+        client_events: false,
+        webhooks: Vec::new(),
     });
     config
 }
@@ -153,6 +155,7 @@ impl Host {
                     }
                 }
                 Output::Ping { .. } | Output::Broadcast { .. } | Output::Claim { .. } => {}
+                Output::Webhook { url, .. } => panic!("a webhook to {url}: the app has none"),
             }
         }
     }
