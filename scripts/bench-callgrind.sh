@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Counts Bubble's user-space instructions per delivery under callgrind
-# (valgrind): exact and repeatable whatever else the machine is doing,
-# unlike CPU time (which also holds the kernel's share, the same for every
-# server). Runs the fixed-rate step of `fanout-vs-nchan --fixed-only` at a
+# (valgrind): a count, not a time, so other load on the machine does not
+# inflate it (it only changes how the server's work is batched into turns,
+# which moves the figures by a few percent between runs), and user space
+# alone (the kernel's share is the same for every server). Runs the fixed-rate step of `fanout-vs-nchan --fixed-only` at a
 # low rate (valgrind runs the server ~50× slower) with every `bubble` under
 # callgrind, twice: a short step and a long one. The difference between the
 # two runs is the cost of the extra deliveries alone (connection set-up,
