@@ -106,10 +106,10 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
 
     let signals = Signals::catch();
     let base = format!("http://{addr}");
+    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads, "listening");
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
-    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads, "listening");
     if settings.dev {
         eprintln!("{}", settings.dev_banner(&base));
     }
