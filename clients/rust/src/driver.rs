@@ -257,7 +257,10 @@ impl Driver {
                     }
                 }
             }
-            Command::Errors { thread, sink } => self.listeners.push((thread, sink)),
+            Command::Errors { thread, sink } => {
+                self.listeners.retain(|(_, sink)| !sink.is_closed());
+                self.listeners.push((thread, sink));
+            }
             Command::Close => self.input(ClientInput::Close),
         }
     }

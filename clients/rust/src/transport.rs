@@ -197,3 +197,38 @@ fn server_error(body: &Value) -> Error {
         message: text("message"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn authority(url: &str) -> Result<String, Error> {
+        Transport::new(url, Duration::from_secs(1)).map(|t| t.authority)
+    }
+
+    #[test]
+    fn the_url_is_the_servers_origin() {
+        for url in [
+            "http://127.0.0.1:3000",
+            "http://127.0.0.1:3000/",
+            "ws://127.0.0.1:3000",
+        ] {
+            assert_eq!(authority(url), Ok("127.0.0.1:3000".into()), "{url}");
+        }
+        assert_eq!(
+            authority("http://bubble.internal"),
+            Ok("bubble.internal".into())
+        );
+        for url in [
+            "https://bubble.example.com",
+            "wss://bubble.example.com",
+            "ftp://host",
+            "127.0.0.1:3000",
+            "http://host/prefix",
+            "http://host/?a=b",
+            "",
+        ] {
+            assert!(matches!(authority(url), Err(Error::InvalidUrl(_))), "{url}");
+        }
+    }
+}
