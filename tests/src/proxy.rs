@@ -1,6 +1,6 @@
 //! A TCP forwarder a test can cut or freeze: stands between a server and a
-//! service (PostgreSQL, Redis) to make the service vanish, or hang, and
-//! come back.
+//! service (PostgreSQL, Redis), or a client and a server, to make the far
+//! end vanish, or hang, and come back (possibly at a new address).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,11 +20,12 @@ enum Flow {
     Frozen,
 }
 
-/// A running forwarder to one target.
+/// A running forwarder to one target at a time.
 pub struct Proxy {
     addr: SocketAddr,
     flow: watch::Sender<Flow>,
     refusing: Arc<Mutex<bool>>,
+    target: Arc<Mutex<SocketAddr>>,
     links: Arc<Mutex<Vec<JoinHandle<()>>>>,
     accept: JoinHandle<()>,
 }
@@ -59,8 +60,9 @@ impl Proxy {
         let addr = listener.local_addr().expect("proxy address");
         let (flow, watch_flow) = watch::channel(Flow::Open);
         let refusing = Arc::new(Mutex::new(false));
+        let target = Arc::new(Mutex::new(target));
         let links: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
-        let (tracked, refused) = (links.clone(), refusing.clone());
+        let (tracked, refused, current) = (links.clone(), refusing.clone(), target.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if *refused.lock().unwrap_or_else(PoisonError::into_inner) {
@@ -68,6 +70,7 @@ impl Proxy {
                     continue;
                 }
                 let flow = watch_flow.clone();
+                let target = *current.lock().unwrap_or_else(PoisonError::into_inner);
                 let link = tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(target).await else {
                         return;
@@ -89,6 +92,7 @@ impl Proxy {
             addr,
             flow,
             refusing,
+            target,
             links,
             accept,
         }
@@ -111,6 +115,12 @@ impl Proxy {
         {
             link.abort();
         }
+    }
+
+    /// Forwards new connections to `target` from now on (a server restarted
+    /// on another port); open connections keep their old target.
+    pub fn retarget(&self, target: SocketAddr) {
+        *self.target.lock().unwrap_or_else(PoisonError::into_inner) = target;
     }
 
     /// Keeps every connection open but lets no byte through, until
