@@ -2,7 +2,8 @@
 # The JavaScript side: builds the wasm package for Node, runs the
 # wasm-bindgen tests in Node, then tests/js with node's test runner (both
 # hosts agree, the Cloudflare entry in workerd through miniflare, the AI SDK
-# round trip, the JavaScript client (clients/js) against the native server,
+# round trip, the JavaScript client (clients/js) against the native server
+# in Node and in Chromium (and against the engine running in the page),
 # the offline page in headless Chromium, the README's run command on a
 # fresh clone). Every test has the runner's 180 s limit; the
 # workerd tests wait out workerd's 10 s idle eviction twice and set their

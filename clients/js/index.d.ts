@@ -16,7 +16,10 @@ export interface EventPage {
   nextSeq: number | null;
 }
 
-/** An error the server reported (`not_found`, `forbidden`, …) or `client_closed`. */
+/**
+ * An error the server reported (`not_found`, `forbidden`, …; `unavailable`
+ * for an answer that is not the server's JSON), `client_closed` or `unsubscribed`.
+ */
 export class BubbleError extends Error {
   readonly code: string;
   constructor(code: string, message?: string);
@@ -47,9 +50,16 @@ export interface ConnectOptions {
   backoff?: { baseMs?: number; capMs?: number };
 }
 
-/** A live subscription: a callback, an async iterator, or both. */
+/**
+ * A live subscription: a callback, an async iterator, or both (with a
+ * callback, an iterator yields the events from when it was started).
+ */
 export interface Subscription extends AsyncIterable<BubbleEvent> {
-  /** Resolves with `throughSeq` once every event up to it was delivered. */
+  /**
+   * Resolves with `throughSeq` once every event up to it was delivered;
+   * rejects with a `BubbleError` if the subscription ends first: the
+   * server's reason (`not_found`…), `unsubscribed` or `client_closed`.
+   */
   readonly caughtUp: Promise<number>;
   /** Stops the subscription; iterators end. */
   unsubscribe(): void;
@@ -75,7 +85,7 @@ export interface Connection {
   on(name: 'state', listener: (change: StateChange) => void): () => void;
   /** A connection-level (unscoped) error frame. */
   on(name: 'error', listener: (error: BubbleError) => void): () => void;
-  /** Closes for good; pending appends reject with `client_closed`. */
+  /** Closes for good: pending appends reject with `client_closed`, iterators end. */
   close(): void;
 }
 

@@ -9,8 +9,15 @@
 //! of its threads exactly once, in order, equal to the stored events, and
 //! every append landed exactly once and was acknowledged once with the
 //! stored event.
+//!
+//! Seeded runs are also written down as transcripts of one client's inputs
+//! and outputs (`clients/transcripts/resume-*.json`), which the JavaScript
+//! client replays (`tests/js/client.test.mjs`);
+//! [`the_recorded_transcripts_are_fresh`] checks they are what the core
+//! gives today (`BLESS=1` rewrites them).
 
 mod common;
+mod transcripts;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,6 +28,7 @@ use bubble_core::{ConnId, Input, Millis, ThreadId};
 use common::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use transcripts::Recorder;
 
 const THREADS: &[&str] = &["thread-a", "thread-b"];
 const USERS: &[&str] = &["alice", "bob", "carol"];
@@ -51,18 +59,25 @@ struct Peer {
     delivered: BTreeMap<ThreadId, Vec<Value>>,
     acknowledged: BTreeMap<AppendId, Vec<Value>>,
     made: Vec<(AppendId, ThreadId, String)>,
+    /// What the client gave and the host has not performed yet.
+    outputs: VecDeque<ClientOutput>,
+    recorder: Option<Recorder>,
 }
 
 impl Peer {
-    fn new(user: &'static str, seed: u64, refresh_token: bool) -> Peer {
+    fn new(user: &'static str, seed: u64, refresh_token: bool, record: bool) -> Peer {
         let config = ClientConfig {
             token: Some(token(user)),
             refresh_token,
             ..ClientConfig::default()
         };
+        let mut client = Client::new(config.clone(), seed);
+        let outputs = transcripts::drain(&mut client);
         Peer {
             user,
-            client: Client::new(config, seed),
+            recorder: record.then(|| Recorder::new(&config, seed, &outputs)),
+            outputs: outputs.into(),
+            client,
             conn: None,
             connect_wanted: false,
             inbox: VecDeque::new(),
@@ -76,8 +91,13 @@ impl Peer {
 
     fn input(&mut self, now: Millis, input: ClientInput<'_>) {
         self.client
-            .handle(now, input)
+            .handle(now, input.clone())
             .expect("the host drives the client correctly");
+        let outputs = transcripts::drain(&mut self.client);
+        if let Some(recorder) = &mut self.recorder {
+            recorder.step(now, &input, &outputs);
+        }
+        self.outputs.extend(outputs);
     }
 }
 
@@ -97,7 +117,7 @@ fn event_and_key_reads(query: &ReadQuery) -> bool {
 }
 
 impl World {
-    fn new(seed: u64) -> World {
+    fn new(seed: u64, record: bool) -> World {
         let mut h = Harness::new();
         for thread in THREADS {
             h.create_thread(ADMIN, thread);
@@ -108,7 +128,7 @@ impl World {
         let mut peers: Vec<Peer> = USERS
             .iter()
             .enumerate()
-            .map(|(i, user)| Peer::new(user, seed ^ (i as u64 + 1), i == 1))
+            .map(|(i, user)| Peer::new(user, seed ^ (i as u64 + 1), i == 1, record))
             .collect();
         let now = h.now();
         for peer in &mut peers {
@@ -167,7 +187,7 @@ impl World {
                 progressed = true;
             }
         }
-        while let Some(out) = peer.client.poll_output() {
+        while let Some(out) = peer.outputs.pop_front() {
             progressed = true;
             match out {
                 ClientOutput::Connect { token: t } => {
@@ -497,8 +517,8 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn run(seed: u64, steps: &[Step]) {
-    let mut world = World::new(seed);
+fn run(seed: u64, steps: &[Step], record: bool) -> World {
+    let mut world = World::new(seed, record);
     for step in steps {
         match *step {
             Step::Append { peer, thread } => world.append(peer, thread),
@@ -519,6 +539,7 @@ fn run(seed: u64, steps: &[Step]) {
     }
     world.settle();
     world.check();
+    world
 }
 
 proptest! {
@@ -529,7 +550,7 @@ proptest! {
         seed in any::<u64>(),
         steps in prop::collection::vec(step(), 1..120),
     ) {
-        run(seed, &steps);
+        run(seed, &steps, false);
     }
 }
 
@@ -587,5 +608,111 @@ fn a_scripted_run_through_every_fault() {
         FailReads { on: false },
         Advance { ms: 60_000 },
     ];
-    run(11, &steps);
+    run(11, &steps, false);
+}
+
+/// SplitMix64, for runs that stay the same whatever the versions of the
+/// test's dependencies (the recorded transcripts are compared byte for byte).
+struct Seeded(u64);
+
+impl Seeded {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True with probability `percent`/100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// `n` steps drawn from `seed` with the weights of [`step`].
+fn seeded_steps(seed: u64, n: usize) -> Vec<Step> {
+    let mut r = Seeded(seed);
+    let peers = USERS.len() as u64;
+    (0..n)
+        .map(|_| {
+            let peer = usize::try_from(r.below(peers)).expect("a peer");
+            match r.below(20) {
+                0..=3 => Step::Append {
+                    peer,
+                    thread: usize::try_from(r.below(THREADS.len() as u64)).expect("a thread"),
+                },
+                4..=6 => Step::Open {
+                    peer,
+                    fail: r.chance(20),
+                },
+                7..=10 => Step::Deliver {
+                    peer,
+                    frames: 1 + usize::try_from(r.below(5)).expect("frames"),
+                },
+                11 => Step::Drop { peer },
+                12..=14 => Step::Http {
+                    peer,
+                    lost_before: r.chance(15),
+                    lost_after: r.chance(20),
+                },
+                15 => Step::Token { peer },
+                16 => Step::Restart,
+                17 => Step::FailReads { on: r.chance(40) },
+                _ => Step::Advance {
+                    ms: 1 + r.below(40_000),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The seeds of the recorded transcripts, and how many steps each run has.
+const RECORDED: &[u64] = &[1, 2, 3, 4, 5, 6];
+const RECORDED_STEPS: usize = 100;
+
+/// The transcripts written from seeded runs are what the core gives today;
+/// each is one client of its run (the refreshing one for every third seed).
+#[test]
+fn the_recorded_transcripts_are_fresh() {
+    let folder = transcripts::folder();
+    let bless = std::env::var_os("BLESS").is_some();
+    let mut stale = Vec::new();
+    for &seed in RECORDED {
+        let world = run(seed, &seeded_steps(seed, RECORDED_STEPS), true);
+        let peer = usize::try_from(seed).expect("a seed") % world.peers.len();
+        let text = world.peers[peer]
+            .recorder
+            .as_ref()
+            .expect("recorded")
+            .text();
+        let path = folder.join(format!("resume-{seed}.json"));
+        if bless {
+            std::fs::write(&path, text).expect("write the transcript");
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(path.display().to_string());
+        }
+    }
+    let names: Vec<String> = RECORDED
+        .iter()
+        .map(|s| format!("resume-{s}.json"))
+        .collect();
+    for entry in std::fs::read_dir(&folder).expect("the transcripts") {
+        let name = entry
+            .expect("an entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.starts_with("resume-") && !names.contains(&name) {
+            stale.push(format!("{name} (no seed records it)"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale transcripts (BLESS=1 cargo test -p bubble-core --test client_resume rewrites them): {stale:?}"
+    );
 }

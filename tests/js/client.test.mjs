@@ -3,14 +3,17 @@
 // resume after the connection is cut mid-stream and after the server is
 // restarted on the same database file, delivering every event once and in
 // order; appends made while the server is unreachable land once. And the
-// shared transcript: the JavaScript client state machine gives the same
-// outputs as the Rust core's for the same inputs.
+// shared transcripts (clients/transcripts: a scripted one and runs recorded
+// against the engine by core/tests/client_resume.rs): the JavaScript client
+// state machine gives the same outputs as the Rust core's for the same
+// inputs.
 
 import assert from 'node:assert/strict';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, connect as tcpConnect } from 'node:net';
+import { readdirSync } from 'node:fs';
+import { cp, readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
@@ -18,6 +21,7 @@ import { WebSocket } from 'ws';
 
 import { BubbleError, ClientCore, connect } from '../../clients/js/src/index.js';
 import { REPO, TOKENS, startNative } from './lib/native.mjs';
+import { startProxy } from './lib/proxy.mjs';
 
 const WAIT_MS = 60000;
 
@@ -30,45 +34,13 @@ async function until(check, what) {
   }
 }
 
-/** A TCP proxy to the current server: `cut()` kills every connection, `down` refuses new ones. */
-async function startProxy(target) {
-  const pairs = new Set();
-  const proxy = {
-    target,
-    down: false,
-    cut() {
-      for (const [a, b] of pairs) {
-        a.destroy();
-        b.destroy();
-      }
-      pairs.clear();
-    },
-  };
-  const server = createServer((client) => {
-    if (proxy.down) {
-      client.destroy();
-      return;
-    }
-    const upstream = tcpConnect(proxy.target.port, proxy.target.hostname);
-    const pair = [client, upstream];
-    pairs.add(pair);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-      pairs.delete(pair);
-    };
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-    client.pipe(upstream);
-    upstream.pipe(client);
+/** `promise`, or a failure after WAIT_MS (for what must settle). */
+function within(promise, what) {
+  let timer;
+  const hang = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} never settled`)), WAIT_MS);
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${server.address().port}`;
-  proxy.close = () => {
-    proxy.cut();
-    return new Promise((resolve) => server.close(resolve));
-  };
-  return proxy;
+  return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
 }
 
 async function http(base, method, path, body, token = TOKENS.alice) {
@@ -94,25 +66,37 @@ async function history(base, thread) {
   return events;
 }
 
-describe('the JavaScript client follows the core transcript', () => {
-  test('same inputs, same outputs as the Rust core client', async () => {
-    const doc = JSON.parse(await readFile(join(REPO, 'clients/transcripts/core-client.json'), 'utf8'));
-    const core = new ClientCore(doc.config, BigInt(doc.seed));
-    const drain = () => {
-      const outputs = [];
-      for (let o = core.pollOutput(); o; o = core.pollOutput()) outputs.push(o);
-      return outputs;
-    };
-    const outputs = [drain()];
-    for (const step of doc.steps) {
-      core.handle(step.now, step.input);
-      outputs.push(drain());
-    }
-    assert.equal(outputs.length, doc.outputs.length);
-    for (let i = 0; i < outputs.length; i += 1) {
-      assert.deepEqual(outputs[i], doc.outputs[i], `outputs after step ${i} (${JSON.stringify(doc.steps[i - 1]?.input ?? 'start')})`);
-    }
+const TRANSCRIPTS = join(REPO, 'clients/transcripts');
+
+describe('the JavaScript client follows the core transcripts', () => {
+  const folder = TRANSCRIPTS;
+  const names = readdirSync(folder).filter((name) => name.endsWith('.json')).sort();
+
+  test('the scripted transcript and recorded runs are there', () => {
+    assert.ok(names.includes('core-client.json'), `${names}`);
+    assert.ok(names.filter((name) => name.startsWith('resume-')).length >= 3, `${names}`);
   });
+
+  for (const name of names) {
+    test(`same inputs, same outputs as the Rust core client: ${name}`, async () => {
+      const doc = JSON.parse(await readFile(join(folder, name), 'utf8'));
+      const core = new ClientCore(doc.config, BigInt(doc.seed));
+      const drain = () => {
+        const outputs = [];
+        for (let o = core.pollOutput(); o; o = core.pollOutput()) outputs.push(o);
+        return outputs;
+      };
+      const outputs = [drain()];
+      for (const step of doc.steps) {
+        core.handle(step.now, step.input);
+        outputs.push(drain());
+      }
+      assert.equal(outputs.length, doc.outputs.length);
+      for (let i = 0; i < outputs.length; i += 1) {
+        assert.deepEqual(outputs[i], doc.outputs[i], `outputs after step ${i} (${JSON.stringify(doc.steps[i - 1]?.input ?? 'start')})`);
+      }
+    });
+  }
 });
 
 describe('the JavaScript client against the native server on SQLite', () => {
@@ -240,6 +224,7 @@ describe('the JavaScript client against the native server on SQLite', () => {
     connection.thread('bobs-1').on('error', (e) => errors.push(e.code));
     const denied = connection.thread('bobs-1').subscribe();
     await assert.rejects(denied[Symbol.asyncIterator]().next(), (e) => e instanceof BubbleError && e.code === 'not_found');
+    await assert.rejects(within(denied.caughtUp, 'caughtUp'), (e) => e instanceof BubbleError && e.code === 'not_found');
     assert.deepEqual(errors, ['not_found']);
     await assert.rejects(connection.thread('bobs-1').append(runStarted('x')), (e) => e.code === 'not_found');
     await assert.rejects(
@@ -257,10 +242,95 @@ describe('the JavaScript client against the native server on SQLite', () => {
     connection.close();
   });
 
-  test('the package is small', async () => {
+  test('a subscription ended before it caught up settles caughtUp, and close ends iterators', async () => {
+    await thread('early-1');
+    for (let i = 1; i <= 3; i += 1) await http(server.url, 'POST', '/v1/threads/early-1/events', runStarted(`e-${i}`));
+    const { connection } = await client();
+    const t = connection.thread('early-1');
+    // Nothing can have arrived yet: both end before any frame is read.
+    const dropped = t.subscribe();
+    dropped.unsubscribe();
+    await assert.rejects(within(dropped.caughtUp, 'caughtUp'), (e) => e instanceof BubbleError && e.code === 'unsubscribed');
+    assert.deepEqual(await dropped[Symbol.asyncIterator]().next(), { value: undefined, done: true });
+    const closed = t.subscribe();
+    const iterator = closed[Symbol.asyncIterator]();
+    const next = iterator.next();
+    connection.close();
+    await assert.rejects(within(closed.caughtUp, 'caughtUp'), (e) => e instanceof BubbleError && e.code === 'client_closed');
+    assert.deepEqual(await within(next, 'the iterator'), { value: undefined, done: true });
+    // A subscription that did catch up keeps its resolved promise when it ends.
+    const { connection: again } = await client();
+    const kept = again.thread('early-1').subscribe();
+    assert.equal(await kept.caughtUp, 3);
+    again.close();
+    assert.equal(await kept.caughtUp, 3);
+  });
+
+  /** Subscribes and appends with `connect` given no WebSocket, across a cut: every event once, in order. */
+  async function resumesWithoutWebSocketOption(id, connectFn = connect) {
+    await thread(id);
+    const connection = await connectFn(proxy.url, { token: TOKENS.alice, backoff: { baseMs: 20, capMs: 200 } });
+    const seen = [];
+    await connection.thread(id).subscribe({}, (event) => seen.push(event)).caughtUp;
+    for (let i = 1; i <= 10; i += 1) {
+      await connection.thread(id).append(runStarted(`w-${i}`));
+      if (i === 5) {
+        await until(() => seen.length >= 3, 'some events');
+        proxy.cut();
+      }
+    }
+    await until(() => seen.length >= 10, 'all 10 events');
+    assert.deepEqual(seen, await history(server.url, id));
+    connection.close();
+  }
+
+  const standardWebSocket = typeof globalThis.WebSocket === 'function';
+
+  test(
+    'without a WebSocket option, the standard globalThis.WebSocket is used',
+    { skip: !standardWebSocket && `no globalThis.WebSocket in Node ${process.versions.node} (Node 22 has one)` },
+    async () => {
+      const Standard = globalThis.WebSocket;
+      let made = 0;
+      globalThis.WebSocket = class extends Standard {
+        constructor(...args) {
+          super(...args);
+          made += 1;
+        }
+      };
+      try {
+        await resumesWithoutWebSocketOption('standard-ws-1');
+      } finally {
+        globalThis.WebSocket = Standard;
+      }
+      assert.ok(made >= 2, `${made} sockets made through globalThis.WebSocket`);
+    },
+  );
+
+  test(
+    'installed beside ws, without a WebSocket option nor globalThis.WebSocket, the ws package is used',
+    { skip: standardWebSocket && 'this Node has globalThis.WebSocket' },
+    async () => {
+      // As npm installs it: in an app's node_modules, where `ws` resolves.
+      const installed = join(REPO, 'tests/js/node_modules/@bubble/client');
+      await rm(installed, { recursive: true, force: true });
+      await cp(join(REPO, 'clients/js'), installed, { recursive: true });
+      try {
+        const { connect: installedConnect } = await import(pathToFileURL(join(installed, 'src/index.js')).href);
+        await resumesWithoutWebSocketOption('ws-package-1', installedConnect);
+      } finally {
+        await rm(installed, { recursive: true, force: true });
+      }
+    },
+  );
+
+  test('the package is small, and docs/clients.md says how small', async () => {
     const sources = await Promise.all(['src/index.js', 'src/core.js'].map((f) => readFile(join(REPO, 'clients/js', f))));
     const gzipped = gzipSync(Buffer.concat(sources)).length;
     console.log(`clients/js: ${gzipped} bytes gzipped`);
     assert.ok(gzipped < 8192, `${gzipped} bytes gzipped`);
+    const docs = await readFile(join(REPO, 'docs/clients.md'), 'utf8');
+    const stated = /(\d+\.\d) kB gzipped/.exec(docs)?.[1];
+    assert.equal(stated, (gzipped / 1000).toFixed(1), 'the size docs/clients.md states');
   });
 });

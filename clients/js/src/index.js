@@ -47,40 +47,47 @@ class Emitter {
 class Subscription {
   #queue = [];
   #waiters = [];
+  #iterating = false;
   #ended = null;
   #caughtUp;
-  #resolveCaughtUp;
+  #settleCaughtUp;
 
   constructor(onEvent, unsubscribe) {
     this.onEvent = onEvent;
     this.unsubscribe = () => {
       unsubscribe();
-      this._end(undefined);
+      this._end(undefined, new BubbleError('unsubscribed', 'The subscription was ended before it caught up.'));
     };
-    this.#caughtUp = new Promise((resolve) => {
-      this.#resolveCaughtUp = resolve;
+    this.#caughtUp = new Promise((resolve, reject) => {
+      this.#settleCaughtUp = { resolve, reject };
     });
+    // Nobody has to await it: a subscription that ends early must not be an unhandled rejection.
+    this.#caughtUp.catch(() => {});
   }
 
-  /** Resolves with `throughSeq` once the backlog has been delivered. */
+  /** Resolves with `throughSeq` once the backlog has been delivered; rejects if the subscription ends first. */
   get caughtUp() {
     return this.#caughtUp;
   }
 
   _caughtUp(throughSeq) {
-    this.#resolveCaughtUp(throughSeq);
+    this.#settleCaughtUp.resolve(throughSeq);
   }
 
   _push(event) {
     this.onEvent?.(event);
+    // With a callback, events are kept for an iterator only once one is started.
+    if (this.onEvent && !this.#iterating) return;
     const waiter = this.#waiters.shift();
     if (waiter) waiter.resolve({ value: event, done: false });
     else this.#queue.push(event);
   }
 
-  _end(error) {
+  /** Ends it: iterators reject with `error` (or end), `caughtUp` rejects with `error` or `early`. */
+  _end(error, early = error) {
     if (this.#ended) return;
     this.#ended = { error };
+    this.#settleCaughtUp.reject(early);
     for (const waiter of this.#waiters.splice(0)) {
       if (error) waiter.reject(error);
       else waiter.resolve({ value: undefined, done: true });
@@ -88,6 +95,7 @@ class Subscription {
   }
 
   [Symbol.asyncIterator]() {
+    this.#iterating = true;
     return {
       next: () => {
         if (this.#queue.length) return Promise.resolve({ value: this.#queue.shift(), done: false });
@@ -201,7 +209,15 @@ class Connection extends Emitter {
   async _get(path) {
     const headers = this.#core.token ? { authorization: `Bearer ${this.#core.token}` } : {};
     const response = await this.#fetch(new URL(path, this.#base), { headers });
-    const body = await response.json();
+    const text = await response.text();
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    // An answer that is not the server's JSON came from something in between.
+    if (body === undefined) throw new BubbleError('unavailable', `HTTP ${response.status} without a JSON body`);
     if (!response.ok) throw new BubbleError(body?.error?.code ?? 'internal', body?.error?.message);
     return body;
   }
@@ -227,6 +243,11 @@ class Connection extends Emitter {
     switch (output.type) {
       case 'state':
         this.state = output.state;
+        if (output.state === 'closed') {
+          const closed = new BubbleError('client_closed', 'The client was closed before the subscription caught up.');
+          for (const subscription of this.#subscriptions.values()) subscription._end(undefined, closed);
+          this.#subscriptions.clear();
+        }
         this.emit('state', output);
         break;
       case 'connect':
