@@ -203,7 +203,10 @@ impl Engine {
                 } else if api == Api::Pusher {
                     channels.pusher_http(cx, req, &request);
                 } else {
-                    let api = ThreadsApi { threads, http_rates };
+                    let api = ThreadsApi {
+                        threads,
+                        http_rates,
+                    };
                     Self::threads_http(cx, api, auth, req, &request, true);
                 }
             }
@@ -242,15 +245,39 @@ impl Engine {
             Input::KeysLoaded { keys } => {
                 auth.drivers.set_keys(keys);
                 let waiters = auth.keys.settled(now);
-                Self::wake(cx, threads, conns, http_rates, principal_conns, auth, waiters);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
             }
             Input::KeysFailed => {
                 let waiters = auth.keys.settled(now);
-                Self::wake(cx, threads, conns, http_rates, principal_conns, auth, waiters);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
             }
             Input::Tick => {
                 let waiters = auth.keys.tick(cx);
-                Self::wake(cx, threads, conns, http_rates, principal_conns, auth, waiters);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
                 let mut beats = Vec::new();
                 heartbeats.poll(now, &mut beats);
                 for beat in beats {
@@ -462,8 +489,8 @@ impl Engine {
             self.auth.keys.deadline(),
         ]
         .into_iter()
-            .flatten()
-            .min()
+        .flatten()
+        .min()
     }
 
     /// Decides a `/socket` upgrade before it happens (SPEC §6): the

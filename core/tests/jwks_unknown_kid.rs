@@ -34,10 +34,15 @@ fn keys(seeds: &[u8]) -> KeySet {
 }
 
 fn token(seed: u8, sub: &str) -> String {
-    let header = b64(json!({"alg": "EdDSA", "kid": format!("k{seed}")}).to_string().as_bytes());
+    let header = b64(json!({"alg": "EdDSA", "kid": format!("k{seed}")})
+        .to_string()
+        .as_bytes());
     let claims = b64(json!({"sub": sub}).to_string().as_bytes());
     let input = format!("{header}.{claims}");
-    format!("{input}.{}", b64(&key(seed).sign(input.as_bytes()).to_bytes()))
+    format!(
+        "{input}.{}",
+        b64(&key(seed).sign(input.as_bytes()).to_bytes())
+    )
 }
 
 fn harness() -> Harness {
@@ -52,7 +57,11 @@ fn harness() -> Harness {
     });
     let mut h = Harness::with_config(config);
     assert!(h.advance_to_timeout());
-    assert_eq!(h.take_key_fetches(), 1, "the first fetch is asked for at once");
+    assert_eq!(
+        h.take_key_fetches(),
+        1,
+        "the first fetch is asked for at once"
+    );
     h.input(Input::KeysLoaded { keys: keys(&[1]) });
     h
 }
@@ -85,10 +94,15 @@ fn a_request_with_a_new_kid_waits_for_the_fetch_it_starts() {
     assert_eq!(h.take_key_fetches(), 1);
     // A socket with the same new kid waits for the same fetch; its frames queue.
     let conn = h.connect_with_token(Some(&token(2, "bob")));
-    h.send(conn, json!({"type": "thread.subscribe", "threadId": "t2", "fromSeq": 1}));
+    h.send(
+        conn,
+        json!({"type": "thread.subscribe", "threadId": "t2", "fromSeq": 1}),
+    );
     assert!(h.frames(conn).is_empty());
     assert_eq!(h.take_key_fetches(), 0, "one fetch in flight at a time");
-    h.input(Input::KeysLoaded { keys: keys(&[1, 2]) });
+    h.input(Input::KeysLoaded {
+        keys: keys(&[1, 2]),
+    });
     assert_eq!(h.response(req).unwrap().status, 201);
     let frames = h.frames(conn);
     assert_eq!(frames.first(), Some(&opened("t2", 0)), "{frames:?}");
@@ -120,7 +134,11 @@ fn unknown_kids_within_the_interval_are_refused_at_once() {
         let (_, answer) = create(&mut h, n, &token(9, "eve"), "t");
         answer.unwrap().expect_error(401, "unauthorized");
     }
-    assert_eq!(h.take_key_fetches(), 0, "a flood of unknown kids costs no fetch");
+    assert_eq!(
+        h.take_key_fetches(),
+        0,
+        "a flood of unknown kids costs no fetch"
+    );
     h.advance(MIN_INTERVAL_MS);
     let (req, waiting) = create(&mut h, 100, &token(9, "eve"), "t");
     assert!(waiting.is_none());
@@ -132,14 +150,23 @@ fn unknown_kids_within_the_interval_are_refused_at_once() {
 #[test]
 fn a_removed_key_is_refused_after_the_scheduled_refresh() {
     let mut h = harness();
-    assert_eq!(create(&mut h, 1, &token(1, "alice"), "t1").1.unwrap().status, 201);
+    assert_eq!(
+        create(&mut h, 1, &token(1, "alice"), "t1")
+            .1
+            .unwrap()
+            .status,
+        201
+    );
     assert!(h.advance_to_timeout());
     assert_eq!(h.now().0 - common::T0, EVERY_MS, "refreshed on schedule");
     assert_eq!(h.take_key_fetches(), 1);
     h.input(Input::KeysLoaded { keys: keys(&[2]) });
     let (_, refused) = create(&mut h, 2, &token(1, "alice"), "t2");
     refused.unwrap().expect_error(401, "unauthorized");
-    assert_eq!(create(&mut h, 3, &token(2, "bob"), "t3").1.unwrap().status, 201);
+    assert_eq!(
+        create(&mut h, 3, &token(2, "bob"), "t3").1.unwrap().status,
+        201
+    );
 }
 
 #[test]
@@ -162,7 +189,9 @@ fn a_socket_closed_while_waiting_is_forgotten() {
     h.advance(MIN_INTERVAL_MS);
     let conn = h.connect_with_token(Some(&token(2, "bob")));
     h.disconnect(conn);
-    h.input(Input::KeysLoaded { keys: keys(&[1, 2]) });
+    h.input(Input::KeysLoaded {
+        keys: keys(&[1, 2]),
+    });
     assert!(h.frames(conn).is_empty());
     assert_eq!(h.engine.metrics().thread_connections, 0);
 }

@@ -77,9 +77,11 @@ impl PublicKey {
             PublicKey::Rsa(key) => rsa::pkcs1v15::Signature::try_from(signature)
                 .is_ok_and(|sig| key.verify(message, &sig).is_ok()),
             // JWS carries ES256 signatures as R || S, 32 bytes each (RFC 7518 §3.4).
-            PublicKey::P256(key) => signature.len() == 64
-                && p256::ecdsa::Signature::from_slice(signature)
-                    .is_ok_and(|sig| key.verify(message, &sig).is_ok()),
+            PublicKey::P256(key) => {
+                signature.len() == 64
+                    && p256::ecdsa::Signature::from_slice(signature)
+                        .is_ok_and(|sig| key.verify(message, &sig).is_ok())
+            }
             PublicKey::Ed25519(key) => ed25519_dalek::Signature::from_slice(signature)
                 .is_ok_and(|sig| key.verify_strict(message, &sig).is_ok()),
         }
@@ -150,7 +152,9 @@ impl RawKey {
         let n = rsa::BoxedUint::from_be_slice(&n, bits(&n)?).ok()?;
         let e = rsa::BoxedUint::from_be_slice(&e, bits(&e)?).ok()?;
         let key = rsa::PublicKey::new_with_size_limits(n, e, RSA_MIN_BITS..=RSA_MAX_BITS).ok()?;
-        Some(PublicKey::Rsa(Box::new(rsa::pkcs1v15::VerifyingKey::new(key))))
+        Some(PublicKey::Rsa(Box::new(rsa::pkcs1v15::VerifyingKey::new(
+            key,
+        ))))
     }
 
     fn p256(&self) -> Option<PublicKey> {
@@ -180,8 +184,7 @@ impl KeySet {
     /// document must be JSON with a `keys` array; keys in it that Bubble
     /// cannot use are skipped.
     pub fn parse(document: &str) -> Result<KeySet, JwksError> {
-        let doc: Document =
-            serde_json::from_str(document).map_err(|e| JwksError(e.to_string()))?;
+        let doc: Document = serde_json::from_str(document).map_err(|e| JwksError(e.to_string()))?;
         let keys: Vec<Jwk> = doc
             .keys
             .into_iter()

@@ -74,12 +74,19 @@ impl Signer {
 
     /// A token with `header` (its `alg` and `kid` as given) and `claims`.
     fn token(&self, header: &Value, claims: &Value) -> String {
-        let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(claims.to_string().as_bytes()));
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
         format!("{input}.{}", b64(&self.sign(input.as_bytes())))
     }
 
     fn token_for(&self, kid: &str, claims: &Value) -> String {
-        self.token(&json!({"alg": self.alg(), "kid": kid, "typ": "JWT"}), claims)
+        self.token(
+            &json!({"alg": self.alg(), "kid": kid, "typ": "JWT"}),
+            claims,
+        )
     }
 }
 
@@ -111,13 +118,27 @@ const NOW: Millis = Millis(1_000_000);
 #[test]
 fn each_algorithm_verifies_with_its_key() {
     let signers = [Signer::rsa(), Signer::p256(7), Signer::ed25519(9)];
-    let keys: Vec<Value> = signers.iter().enumerate().map(|(i, s)| s.jwk(&format!("k{i}"))).collect();
+    let keys: Vec<Value> = signers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.jwk(&format!("k{i}")))
+        .collect();
     let auth = driver(&keys, rules());
     for (i, signer) in signers.iter().enumerate() {
         let token = signer.token_for(&format!("k{i}"), &claims("alice"));
-        assert_eq!(auth.authenticate(&token, NOW), Ok(PrincipalId::new("alice")), "{}", signer.alg());
+        assert_eq!(
+            auth.authenticate(&token, NOW),
+            Ok(PrincipalId::new("alice")),
+            "{}",
+            signer.alg()
+        );
         let no_kid = signer.token(&json!({"alg": signer.alg()}), &claims("bob"));
-        assert_eq!(auth.authenticate(&no_kid, NOW), Ok(PrincipalId::new("bob")), "{} without kid", signer.alg());
+        assert_eq!(
+            auth.authenticate(&no_kid, NOW),
+            Ok(PrincipalId::new("bob")),
+            "{} without kid",
+            signer.alg()
+        );
         assert_eq!(
             auth.authenticate(&token, Millis(2_000_000)),
             Err(AuthError::Expired),
@@ -127,7 +148,10 @@ fn each_algorithm_verifies_with_its_key() {
     }
     let ed = Signer::ed25519(9);
     let fully_specified = ed.token(&json!({"alg": "Ed25519", "kid": "k2"}), &claims("carol"));
-    assert_eq!(auth.authenticate(&fully_specified, NOW), Ok(PrincipalId::new("carol")));
+    assert_eq!(
+        auth.authenticate(&fully_specified, NOW),
+        Ok(PrincipalId::new("carol"))
+    );
 }
 
 #[test]
@@ -137,9 +161,18 @@ fn claims_are_checked_after_the_signature() {
     let wrong_iss = json!({"sub": "a", "iss": "https://other.test", "aud": "bubble"});
     let wrong_aud = json!({"sub": "a", "iss": "https://idp.test", "aud": "other"});
     let no_aud = json!({"sub": "a", "iss": "https://idp.test"});
-    assert_eq!(auth.authenticate(&signer.token_for("k", &wrong_iss), NOW), Err(AuthError::WrongIssuer));
-    assert_eq!(auth.authenticate(&signer.token_for("k", &wrong_aud), NOW), Err(AuthError::WrongAudience));
-    assert_eq!(auth.authenticate(&signer.token_for("k", &no_aud), NOW), Err(AuthError::WrongAudience));
+    assert_eq!(
+        auth.authenticate(&signer.token_for("k", &wrong_iss), NOW),
+        Err(AuthError::WrongIssuer)
+    );
+    assert_eq!(
+        auth.authenticate(&signer.token_for("k", &wrong_aud), NOW),
+        Err(AuthError::WrongAudience)
+    );
+    assert_eq!(
+        auth.authenticate(&signer.token_for("k", &no_aud), NOW),
+        Err(AuthError::WrongAudience)
+    );
     let forged = Signer::p256(4).token_for("k", &wrong_iss);
     assert_eq!(auth.authenticate(&forged, NOW), Err(AuthError::Invalid));
 }
@@ -154,8 +187,14 @@ fn unknown_kid_is_its_own_error() {
     );
     let mut auth = auth;
     auth.set_keys(KeySet::parse(&json!({"keys": [signer.jwk("k2")]}).to_string()).unwrap());
-    assert_eq!(auth.authenticate(&signer.token_for("k2", &claims("a")), NOW), Ok(PrincipalId::new("a")));
-    assert_eq!(auth.authenticate(&signer.token_for("k1", &claims("a")), NOW), Err(AuthError::UnknownKey));
+    assert_eq!(
+        auth.authenticate(&signer.token_for("k2", &claims("a")), NOW),
+        Ok(PrincipalId::new("a"))
+    );
+    assert_eq!(
+        auth.authenticate(&signer.token_for("k1", &claims("a")), NOW),
+        Err(AuthError::UnknownKey)
+    );
 }
 
 /// No algorithm confusion: a token is verified only by a key of the type
@@ -165,28 +204,54 @@ fn algorithm_confusion_is_refused() {
     let rsa = Signer::rsa();
     let ec = Signer::p256(5);
     let ed = Signer::ed25519(6);
-    let auth = driver(&[rsa.jwk("rsa"), ec.jwk("ec"), ed.jwk("ed")], ClaimRules::default());
+    let auth = driver(
+        &[rsa.jwk("rsa"), ec.jwk("ec"), ed.jwk("ed")],
+        ClaimRules::default(),
+    );
     let body = json!({"sub": "mallory"});
     let header_input = |header: &Value| {
-        format!("{}.{}", b64(header.to_string().as_bytes()), b64(body.to_string().as_bytes()))
+        format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(body.to_string().as_bytes())
+        )
     };
     // HS256, its HMAC key the RSA public key's bytes (modulus, JWK text).
-    let Signer::Rsa(rsa_key) = &rsa else { unreachable!() };
+    let Signer::Rsa(rsa_key) = &rsa else {
+        unreachable!()
+    };
     let public = rsa_key.as_ref().as_ref().to_public_key();
-    for secret in [public.n().to_be_bytes_trimmed_vartime().to_vec(), rsa.jwk("rsa").to_string().into_bytes()] {
-        for header in [json!({"alg": "HS256", "kid": "rsa"}), json!({"alg": "HS256"})] {
+    for secret in [
+        public.n().to_be_bytes_trimmed_vartime().to_vec(),
+        rsa.jwk("rsa").to_string().into_bytes(),
+    ] {
+        for header in [
+            json!({"alg": "HS256", "kid": "rsa"}),
+            json!({"alg": "HS256"}),
+        ] {
             let input = header_input(&header);
             let mut mac = Hmac::<Sha256>::new_from_slice(&secret).unwrap();
             mac.update(input.as_bytes());
             let token = format!("{input}.{}", b64(&mac.finalize().into_bytes()));
-            assert_eq!(auth.authenticate(&token, NOW), Err(AuthError::Invalid), "{header}");
+            assert_eq!(
+                auth.authenticate(&token, NOW),
+                Err(AuthError::Invalid),
+                "{header}"
+            );
         }
     }
     // `none`, with and without a signature.
     for alg in ["none", "None", "NONE"] {
         let input = header_input(&json!({"alg": alg, "kid": "rsa"}));
-        for token in [format!("{input}."), format!("{input}.{}", b64(&rsa.sign(input.as_bytes())))] {
-            assert_eq!(auth.authenticate(&token, NOW), Err(AuthError::Invalid), "{alg}");
+        for token in [
+            format!("{input}."),
+            format!("{input}.{}", b64(&rsa.sign(input.as_bytes()))),
+        ] {
+            assert_eq!(
+                auth.authenticate(&token, NOW),
+                Err(AuthError::Invalid),
+                "{alg}"
+            );
         }
     }
     // A header naming one key type's algorithm with another type's kid,
@@ -200,15 +265,26 @@ fn algorithm_confusion_is_refused() {
         (&ed, "RS256", "ed"),
     ] {
         let token = signer.token(&json!({"alg": alg, "kid": kid}), &body);
-        assert_eq!(auth.authenticate(&token, NOW), Err(AuthError::Invalid), "{alg} with {kid}");
+        assert_eq!(
+            auth.authenticate(&token, NOW),
+            Err(AuthError::Invalid),
+            "{alg} with {kid}"
+        );
     }
     // Algorithms Bubble does not verify, whatever the key.
     for alg in ["RS512", "PS256", "ES384", "HS512", "rs256"] {
         let token = rsa.token(&json!({"alg": alg, "kid": "rsa"}), &body);
-        assert_eq!(auth.authenticate(&token, NOW), Err(AuthError::Invalid), "{alg}");
+        assert_eq!(
+            auth.authenticate(&token, NOW),
+            Err(AuthError::Invalid),
+            "{alg}"
+        );
     }
     // A header with `crit`.
-    let token = ec.token(&json!({"alg": "ES256", "kid": "ec", "crit": ["exp"]}), &body);
+    let token = ec.token(
+        &json!({"alg": "ES256", "kid": "ec", "crit": ["exp"]}),
+        &body,
+    );
     assert_eq!(auth.authenticate(&token, NOW), Err(AuthError::Invalid));
 }
 
@@ -218,9 +294,15 @@ fn a_key_naming_another_alg_is_not_used_for_this_one() {
     let mut jwk = ed.jwk("k");
     jwk["alg"] = json!("EdDSA");
     let auth = driver(&[jwk], ClaimRules::default());
-    assert_eq!(auth.authenticate(&ed.token_for("k", &claims("a")), NOW), Ok(PrincipalId::new("a")));
+    assert_eq!(
+        auth.authenticate(&ed.token_for("k", &claims("a")), NOW),
+        Ok(PrincipalId::new("a"))
+    );
     let fully_specified = ed.token(&json!({"alg": "Ed25519", "kid": "k"}), &claims("a"));
-    assert_eq!(auth.authenticate(&fully_specified, NOW), Err(AuthError::Invalid));
+    assert_eq!(
+        auth.authenticate(&fully_specified, NOW),
+        Err(AuthError::Invalid)
+    );
 }
 
 #[test]

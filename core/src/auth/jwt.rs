@@ -93,7 +93,11 @@ impl<'a> Token<'a> {
 
     /// The principal of a token whose signature was verified, once its
     /// claims pass `rules` at `now`.
-    pub(super) fn principal(&self, rules: &ClaimRules, now: Millis) -> Result<PrincipalId, AuthError> {
+    pub(super) fn principal(
+        &self,
+        rules: &ClaimRules,
+        now: Millis,
+    ) -> Result<PrincipalId, AuthError> {
         let claims: Claims =
             serde_json::from_slice(&decode(self.payload)?).map_err(|_| AuthError::Invalid)?;
         claims.check(rules, now)
@@ -128,7 +132,10 @@ struct Claims {
 
 impl Claims {
     fn check(self, rules: &ClaimRules, now: Millis) -> Result<PrincipalId, AuthError> {
-        if self.exp.is_some_and(|exp| exp.saturating_mul(1000) <= now.0) {
+        if self
+            .exp
+            .is_some_and(|exp| exp.saturating_mul(1000) <= now.0)
+        {
             return Err(AuthError::Expired);
         }
         if self.nbf.is_some_and(|nbf| nbf.saturating_mul(1000) > now.0) {
@@ -192,7 +199,10 @@ mod tests {
                 json!({"sub": "a", "iss": "https://idp.example", "aud": "Bubble"}),
                 AuthError::WrongAudience,
             ),
-            (json!({"iss": "https://idp.example", "aud": "bubble"}), AuthError::Invalid),
+            (
+                json!({"iss": "https://idp.example", "aud": "bubble"}),
+                AuthError::Invalid,
+            ),
             (
                 json!({"sub": "", "iss": "https://idp.example", "aud": "bubble"}),
                 AuthError::Invalid,

@@ -33,8 +33,8 @@ pub mod refresh;
 mod waiting;
 
 pub use jwks::{JwksError, KeySet};
-pub(crate) use waiting::{KeyWait, Waiter};
 pub use waiting::MAX_WAITING;
+pub(crate) use waiting::{KeyWait, Waiter};
 
 use jwt::{Alg, Token};
 
@@ -117,7 +117,8 @@ impl Authenticator {
         let token = Token::split(token)?;
         let rules = match (token.alg, &self.secret, &self.jwks) {
             (Alg::Hs256, Some((secret, rules)), _) => {
-                let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| AuthError::Invalid)?;
+                let mut mac =
+                    Hmac::<Sha256>::new_from_slice(secret).map_err(|_| AuthError::Invalid)?;
                 mac.update(token.signing_input);
                 mac.verify_slice(&token.signature)
                     .map_err(|_| AuthError::Invalid)?;

@@ -124,6 +124,8 @@ pub struct HttpResponse {
     pub body: String,
     /// `Retry-After` seconds, when set.
     pub retry_after: Option<u64>,
+    /// Further headers (CORS), names in lower case.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl HttpResponse {
@@ -134,6 +136,7 @@ impl HttpResponse {
             content_type: ContentType::Json,
             body,
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 
@@ -144,6 +147,7 @@ impl HttpResponse {
             content_type: ContentType::Text,
             body: body.into(),
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 
