@@ -43,7 +43,7 @@ impl KeyWait {
     /// The schedule of `jwks` (none when the set cannot be fetched).
     pub(crate) fn new(jwks: Option<&JwksConfig>) -> KeyWait {
         KeyWait {
-            refresh: jwks.and_then(|j| j.refresh.clone()).map(Refresh::new),
+            refresh: jwks.and_then(|j| j.refresh).map(Refresh::new),
             waiting: Vec::new(),
         }
     }
