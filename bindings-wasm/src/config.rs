@@ -2,7 +2,9 @@
 //! (`admins`, `auth.tokens`, `auth.jwt`, `apps`, `limits`, `heartbeat`).
 //! Host-only keys (`listen`, `store`, `ws_path`, `broker`) are ignored here.
 
-use bubble_core::{AppConfig, AuthConfig, Config, Heartbeat, Limits, PrincipalId};
+use bubble_core::{
+    AppConfig, AuthConfig, ClaimRules, Config, Heartbeat, JwksConfig, Limits, PrincipalId,
+};
 use serde::Deserialize;
 
 /// The top level of the JSON configuration.
@@ -21,6 +23,17 @@ struct ConfigJson {
 struct AuthJson {
     tokens: Vec<TokenJson>,
     jwt: Option<JwtJson>,
+    jwks: Option<JwksJson>,
+}
+
+/// `auth.jwks`: an inline key set (a worker fetches nothing on its own).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JwksJson {
+    /// The JWKS document itself, `{"keys": [...]}`.
+    inline: serde_json::Value,
+    issuer: Option<String>,
+    audience: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -34,6 +47,8 @@ struct TokenJson {
 #[serde(deny_unknown_fields)]
 struct JwtJson {
     secret: String,
+    issuer: Option<String>,
+    audience: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,9 +63,35 @@ struct AppJson {
     client_events: bool,
 }
 
+/// `auth.jwks` as the engine's config; an inline set that is not a JWKS
+/// is refused.
+fn jwks(j: JwksJson) -> Result<JwksConfig, serde_json::Error> {
+    let keys = j.inline.to_string();
+    bubble_core::auth::KeySet::parse(&keys).map_err(|e| {
+        <serde_json::Error as serde::de::Error>::custom(format!("auth.jwks.inline: {e}"))
+    })?;
+    Ok(JwksConfig {
+        keys: Some(keys),
+        refresh: None,
+        claims: ClaimRules {
+            issuer: j.issuer,
+            audience: j.audience,
+        },
+    })
+}
+
 /// Parses the JSON configuration; the error names the offending key.
 pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
     let c: ConfigJson = serde_json::from_str(json)?;
+    let jwt_claims = c
+        .auth
+        .jwt
+        .as_ref()
+        .map_or_else(ClaimRules::default, |j| ClaimRules {
+            issuer: j.issuer.clone(),
+            audience: j.audience.clone(),
+        });
+    let jwks = c.auth.jwks.map(jwks).transpose()?;
     Ok(Config {
         admins: c.admins,
         auth: AuthConfig {
@@ -61,6 +102,8 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
                 .map(|t| (t.token, t.principal))
                 .collect(),
             jwt_secret: c.auth.jwt.map(|j| j.secret),
+            jwt_claims,
+            jwks,
         },
         apps: c
             .apps
@@ -115,6 +158,21 @@ mod tests {
             c.heartbeat.pong_timeout_ms,
             Heartbeat::default().pong_timeout_ms
         );
+    }
+
+    #[test]
+    fn an_inline_jwks_and_claims() {
+        let c = parse(
+            r#"{"auth":{"jwt":{"secret":"s","audience":"a"},
+                "jwks":{"inline":{"keys":[]},"issuer":"https://idp.example/"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.auth.jwt_claims.audience.as_deref(), Some("a"));
+        let jwks = c.auth.jwks.unwrap();
+        assert_eq!(jwks.keys.as_deref(), Some(r#"{"keys":[]}"#));
+        assert_eq!(jwks.refresh, None);
+        assert_eq!(jwks.claims.issuer.as_deref(), Some("https://idp.example/"));
+        assert!(parse(r#"{"auth":{"jwks":{"inline":[]}}}"#).is_err());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! decision and a monotonic clock, all decided by `bubble_core::edge`; the
 //! JavaScript hosts only carry them out.
 
-use bubble_core::edge::{self, AcceptedHandshake, Edge, Endpoint, OutboundLimit, RequestHead};
+use bubble_core::edge::{
+    self, AcceptedHandshake, AllowedOrigins, Cors, Edge, Endpoint, OutboundLimit, RequestHead,
+};
 use bubble_core::{Limits, Millis, MonotonicNow};
 use js_sys::{Function, Reflect};
 use serde::Deserialize;
@@ -28,6 +30,8 @@ export type Route =
   | { kind: "page" }
   /** Answer this at once. */
   | ({ kind: "answer" } & HttpAnswer);
+/** Every route may carry `cors`: headers to add to the answer the host gives it. */
+export type RouteCors = { cors?: [string, string][] };
 
 /** `Engine.channelHandshake`: the accepted handshake that `openChannels` consumes, or the refusal to answer. */
 export type Handshake = { accepted: ChannelHandshake; refused?: undefined } | { accepted?: undefined; refused: HttpAnswer };
@@ -39,6 +43,30 @@ export type Handshake = { accepted: ChannelHandshake; refused?: undefined } | { 
 struct EdgeJson {
     ws_path: Option<String>,
     limits: Limits,
+    cors: Option<CorsJson>,
+    websocket: Option<WebsocketJson>,
+}
+
+/// `cors`: as `[cors]` in `bubble.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorsJson {
+    allowed_origins: Vec<String>,
+    #[serde(default)]
+    allow_credentials: bool,
+    #[serde(default = "default_max_age")]
+    max_age_secs: u64,
+}
+
+fn default_max_age() -> u64 {
+    edge::DEFAULT_MAX_AGE_SECS
+}
+
+/// `websocket`: as `[websocket]` in `bubble.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebsocketJson {
+    allowed_origins: Vec<String>,
 }
 
 /// The request edge of one host, as a JavaScript class.
@@ -106,10 +134,21 @@ impl WasmEdge {
     pub fn new(config: &str) -> Result<WasmEdge, JsValue> {
         let c: EdgeJson =
             serde_json::from_str(config).map_err(|e| js::error("invalid_config", e))?;
-        let edge = match c.ws_path.as_deref() {
-            Some(path) => Edge::new(path).map_err(|e| js::error("invalid_config", e))?,
+        let invalid = |e: &dyn std::fmt::Display| js::error("invalid_config", e);
+        let mut edge = match c.ws_path.as_deref() {
+            Some(path) => Edge::new(path).map_err(|e| invalid(&e))?,
             None => Edge::default(),
         };
+        if let Some(cors) = c.cors {
+            let origins = AllowedOrigins::parse(&cors.allowed_origins).map_err(|e| invalid(&e))?;
+            let cors = Cors::new(origins, cors.allow_credentials, cors.max_age_secs)
+                .map_err(|e| invalid(&e))?;
+            edge = edge.with_cors(cors);
+        }
+        if let Some(ws) = c.websocket {
+            let origins = AllowedOrigins::parse(&ws.allowed_origins).map_err(|e| invalid(&e))?;
+            edge = edge.with_socket_origins(origins);
+        }
         Ok(WasmEdge {
             edge,
             outbound: OutboundLimit::new(&c.limits),
@@ -125,7 +164,7 @@ impl WasmEdge {
     /// What a request is: `method`, the raw `path` and `query` (without
     /// `?`) as they arrived, and its `headers` (a `Headers` or a plain
     /// object of lower-case names).
-    #[wasm_bindgen(js_name = routeRequest, unchecked_return_type = "Route")]
+    #[wasm_bindgen(js_name = routeRequest, unchecked_return_type = "Route & RouteCors")]
     pub fn route_request(
         &self,
         method: &str,
@@ -133,15 +172,30 @@ impl WasmEdge {
         query: &str,
         headers: JsValue,
     ) -> JsValue {
-        let authorization = header(&headers, "authorization");
-        let upgrade = header(&headers, "upgrade");
-        route_object(self.edge.route(&RequestHead {
+        let [authorization, upgrade, origin, acr_method, acr_headers] = [
+            "authorization",
+            "upgrade",
+            "origin",
+            "access-control-request-method",
+            "access-control-request-headers",
+        ]
+        .map(|name| header(&headers, name));
+        let head = RequestHead {
             method,
             path,
             query,
             authorization: authorization.as_deref(),
             upgrade: upgrade.as_deref(),
-        }))
+            origin: origin.as_deref(),
+            access_control_request_method: acr_method.as_deref(),
+            access_control_request_headers: acr_headers.as_deref(),
+        };
+        let route = route_object(self.edge.route(&head));
+        let cors = self.edge.cors_headers(&head);
+        if !cors.is_empty() {
+            let _ = Reflect::set(&route, &"cors".into(), &js::header_pairs(cors));
+        }
+        route
     }
 
     /// Whether one more frame may go to a socket with `outstanding` frames

@@ -52,7 +52,24 @@ pub(crate) fn response(r: HttpResponse) -> JsValue {
     if let Some(seconds) = r.retry_after {
         fields.push(("retryAfter", JsValue::from(seconds as f64)));
     }
+    if !r.headers.is_empty() {
+        fields.push(("headers", header_pairs(r.headers)));
+    }
     object(&fields)
+}
+
+/// `[[name, value], …]`: headers the core decided (CORS).
+pub(crate) fn header_pairs(headers: Vec<(&'static str, String)>) -> JsValue {
+    headers
+        .into_iter()
+        .map(|(name, value)| {
+            let pair = js_sys::Array::new();
+            pair.push(&JsValue::from_str(name));
+            pair.push(&JsValue::from(value));
+            JsValue::from(pair)
+        })
+        .collect::<js_sys::Array>()
+        .into()
 }
 
 /// A count or seq as a number (clamped to the exact range, which no real
@@ -167,6 +184,8 @@ pub(crate) fn output(out: Output) -> JsValue {
                 JsValue::from_str(&serde_json::to_string(&message).unwrap_or_default()),
             ),
         ]),
+        // Asked only for a key set the host can fetch; a worker's is inline.
+        Output::FetchKeys => object(&[("kind", "fetchKeys".into())]),
         Output::Claim {
             claim,
             app_id,

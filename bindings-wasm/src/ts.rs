@@ -12,6 +12,8 @@ export interface HttpAnswer {
   body: string;
   /** Seconds, for the `Retry-After` header. */
   retryAfter?: number;
+  /** Further headers (CORS), `[name, value]` with lower-case names. */
+  headers?: [string, string][];
 }
 
 /** Something the host must do, from `pollOutput()`. */
@@ -30,7 +32,9 @@ export type Output =
    */
   | { kind: "persist"; batch: number; writes: Batch }
   /** Call `drained(now, conn)` once what was sent to `conn` so far is written. */
-  | { kind: "wantDrained"; conn: number };
+  | { kind: "wantDrained"; conn: number }
+  /** Fetch the JWKS again (only for a key set with a refresh source; an inline one never asks). */
+  | { kind: "fetchKeys" };
 
 /**
  * What the engine asks storage for. Each query's answer (the JSON passed to

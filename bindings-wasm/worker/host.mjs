@@ -107,7 +107,14 @@ export class BubbleHost {
    * that is not upgraded: `route` from `route()`, `request` its method,
    * path, query, headers and body bytes.
    */
-  answer(route, { method, path, query = '', headers, body } = {}) {
+  answer(route, request = {}) {
+    const answer = this.#answer(route, request);
+    if (!route.cors) return answer;
+    const withCors = (a) => ({ ...a, headers: [...(a.headers ?? []), ...route.cors] });
+    return answer instanceof Promise ? answer.then(withCors) : withCors(answer);
+  }
+
+  #answer(route, { method, path, query = '', headers, body }) {
     switch (route.kind) {
       case 'engine':
         return new Promise((resolve) =>
@@ -418,11 +425,12 @@ export function feedSocket(ws, conn) {
 }
 
 /** The headers and body (null when empty) to write for an answer. */
-export function answerParts({ status, contentType, body, retryAfter }) {
+export function answerParts({ status, contentType, body, retryAfter, headers: more = [] }) {
   // A response without a body (204) carries no Content-Type.
   const empty = status === 204 || body === '';
   const headers = empty ? {} : { 'content-type': contentType };
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  for (const [name, value] of more) headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
   return { status, headers, body: empty ? null : body };
 }
 

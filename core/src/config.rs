@@ -23,13 +23,49 @@ pub struct Config {
     pub cluster: bool,
 }
 
-/// Bearer authentication drivers.
+/// Bearer authentication drivers (see [`crate::auth`]).
 #[derive(Debug, Clone, Default)]
 pub struct AuthConfig {
     /// Static driver: `(token, principal)` pairs.
     pub tokens: Vec<(String, PrincipalId)>,
     /// JWT HS256 driver secret; `sub` is the principal, `exp` is honoured.
     pub jwt_secret: Option<String>,
+    /// The `iss` and `aud` that HS256 tokens must carry.
+    pub jwt_claims: ClaimRules,
+    /// The JWKS driver: RS256, ES256 and EdDSA tokens.
+    pub jwks: Option<JwksConfig>,
+}
+
+/// Claims a JWT driver requires; `None` checks nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimRules {
+    /// The exact `iss` required.
+    pub issuer: Option<String>,
+    /// The audience `aud` must name (`aud` is a string or an array).
+    pub audience: Option<String>,
+}
+
+/// The JWKS driver: its keys, how they are refreshed, the claims required.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JwksConfig {
+    /// A JWKS document known at start (e.g. inline in the config); `None`:
+    /// no key until the first fetch.
+    pub keys: Option<String>,
+    /// How the host can fetch the set again; `None`: the set never changes
+    /// and the engine asks for no fetch.
+    pub refresh: Option<KeyRefresh>,
+    /// The `iss` and `aud` its tokens must carry.
+    pub claims: ClaimRules,
+}
+
+/// The refresh schedule of a fetched key set (see [`crate::auth::refresh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRefresh {
+    /// Time between scheduled fetches.
+    pub every_ms: u64,
+    /// Least time between the start of one fetch and a fetch asked for by
+    /// an unknown `kid`.
+    pub min_interval_ms: u64,
 }
 
 /// A channel application.

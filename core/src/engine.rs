@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::auth::Authenticator;
+use crate::auth::{AuthError, Authenticator, KeyWait, Waiter};
 use crate::channels::Channels;
 use crate::cluster::ClusterMessage;
 use crate::config::{Config, Limits};
@@ -11,14 +11,20 @@ use crate::conn_limits::{self, PrincipalConns};
 use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, Api, ChannelsUpgrade};
 use crate::heartbeat::{Beat, Heartbeats};
-use crate::http::HttpResponse;
+use crate::http::{HttpRequest, HttpResponse};
 use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
-use crate::ids::{ConnId, Millis, ThreadId};
+use crate::ids::{ConnId, Millis, RequestId, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::threads::Threads;
+
+/// What a `/v1/threads…` request is decided with.
+struct ThreadsApi<'a> {
+    threads: &'a mut Threads,
+    http_rates: &'a mut HttpRates,
+}
 
 /// What opening a `/v1/ws` socket needs to know.
 struct Opening<'a> {
@@ -34,10 +40,38 @@ enum ConnKind {
     Channels,
 }
 
+/// The bearer drivers, and who waits for their key set.
+struct Auth {
+    drivers: Authenticator,
+    keys: KeyWait,
+}
+
+/// What authenticating a bearer decided.
+enum Authn {
+    /// The principal, or why there is none.
+    Decided(Result<crate::PrincipalId, AuthError>),
+    /// The token names an unknown `kid`: wait for the key set being fetched.
+    Wait,
+}
+
+impl Auth {
+    /// Authenticates `token`; an unknown `kid` waits for a fetch when
+    /// `may_wait` and the refresh schedule allow it.
+    fn authenticate(&mut self, cx: &mut Ctx<'_>, token: Option<&str>, may_wait: bool) -> Authn {
+        let result = token
+            .ok_or(AuthError::Missing)
+            .and_then(|t| self.drivers.authenticate(t, cx.now));
+        match result {
+            Err(AuthError::UnknownKey) if may_wait && self.keys.may_wait(cx) => Authn::Wait,
+            result => Authn::Decided(result),
+        }
+    }
+}
+
 /// The Bubble engine. See the crate docs for how to drive it.
 pub struct Engine {
     config: Config,
-    auth: Authenticator,
+    auth: Auth,
     threads: Threads,
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
@@ -54,7 +88,10 @@ impl Engine {
     /// from `seed` (engines sharing a store must have different seeds).
     pub fn new(config: Config, seed: u64) -> Engine {
         Engine {
-            auth: Authenticator::new(&config.auth),
+            auth: Auth {
+                drivers: Authenticator::new(&config.auth),
+                keys: KeyWait::new(config.auth.jwks.as_ref()),
+            },
             threads: Threads::new(&config),
             channels: Channels::new(&config),
             heartbeats: Heartbeats::new(config.heartbeat),
@@ -87,7 +124,7 @@ impl Engine {
             &mut self.heartbeats,
             &mut self.http_rates,
             &mut self.principal_conns,
-            &self.auth,
+            &mut self.auth,
             input,
         );
         self.threads.end_input(&mut cx);
@@ -103,7 +140,7 @@ impl Engine {
         heartbeats: &mut Heartbeats,
         http_rates: &mut HttpRates,
         principal_conns: &mut PrincipalConns,
-        auth: &Authenticator,
+        auth: &mut Auth,
         input: Input<'_>,
     ) -> Result<(), Misuse> {
         let now = cx.now;
@@ -151,6 +188,7 @@ impl Engine {
             }
             Input::Closed { conn } => {
                 let kind = conns.remove(&conn).ok_or(Misuse::UnknownConn(conn))?;
+                auth.keys.forget(conn);
                 heartbeats.close(conn);
                 principal_conns.closed(conn);
                 match kind {
@@ -165,19 +203,11 @@ impl Engine {
                 } else if api == Api::Pusher {
                     channels.pusher_http(cx, req, &request);
                 } else {
-                    let principal = crate::edge::bearer(request.authorization)
-                        .and_then(|t| auth.authenticate(t, now));
-                    let limits = cx.limits;
-                    let refused = principal.as_ref().ok().and_then(|p| {
-                        http_rates.check(p, now, limits.http_rate, limits.http_rate_window_ms)
-                    });
-                    match refused {
-                        Some(response) => {
-                            cx.metrics.count_error(crate::ErrorCode::RateLimited);
-                            cx.out.push_unfenced(Output::Respond { req, response });
-                        }
-                        None => threads.http(cx, req, principal, &request),
-                    }
+                    let api = ThreadsApi {
+                        threads,
+                        http_rates,
+                    };
+                    Self::threads_http(cx, api, auth, req, &request, true);
                 }
             }
             Input::Persisted { batch } => {
@@ -212,7 +242,42 @@ impl Engine {
             Input::Recheck => threads.recheck(cx),
             Input::RemotePresence { entries } => channels.remote_presence(cx, entries),
             Input::Claimed { claim, outcome } => channels.claimed(cx, claim, outcome),
+            Input::KeysLoaded { keys } => {
+                auth.drivers.set_keys(keys);
+                let waiters = auth.keys.settled(now);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
+            }
+            Input::KeysFailed => {
+                let waiters = auth.keys.settled(now);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
+            }
             Input::Tick => {
+                let waiters = auth.keys.tick(cx);
+                Self::wake(
+                    cx,
+                    threads,
+                    conns,
+                    http_rates,
+                    principal_conns,
+                    auth,
+                    waiters,
+                );
                 let mut beats = Vec::new();
                 heartbeats.poll(now, &mut beats);
                 for beat in beats {
@@ -237,15 +302,48 @@ impl Engine {
         Ok(())
     }
 
-    /// A `/v1/ws` socket opened, or resumed at `subscriptions`; one over a
-    /// connection limit is refused (see [`conn_limits`]).
+    /// A `/v1/threads…` request: authenticated (or parked until the key
+    /// set arrives), rate-limited per principal, then decided.
+    fn threads_http(
+        cx: &mut Ctx<'_>,
+        api: ThreadsApi<'_>,
+        auth: &mut Auth,
+        req: RequestId,
+        request: &HttpRequest<'_>,
+        may_wait: bool,
+    ) {
+        let token = crate::edge::bearer(request.authorization);
+        let principal = match token {
+            Ok(token) => match auth.authenticate(cx, Some(token), may_wait) {
+                Authn::Decided(principal) => principal,
+                Authn::Wait => return auth.keys.park_http(req, request),
+            },
+            Err(err) => Err(err),
+        };
+        let limits = cx.limits;
+        let refused = principal.as_ref().ok().and_then(|p| {
+            api.http_rates
+                .check(p, cx.now, limits.http_rate, limits.http_rate_window_ms)
+        });
+        match refused {
+            Some(response) => {
+                cx.metrics.count_error(crate::ErrorCode::RateLimited);
+                cx.out.push_unfenced(Output::Respond { req, response });
+            }
+            None => api.threads.http(cx, req, principal, request),
+        }
+    }
+
+    /// A `/v1/ws` socket opened, or resumed at `subscriptions`. A token
+    /// naming an unknown `kid` leaves it open but unauthenticated (its
+    /// frames queue) until the key set arrives.
     fn open_threads(
         cx: &mut Ctx<'_>,
         threads: &mut Threads,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
         principal_conns: &mut PrincipalConns,
-        auth: &Authenticator,
+        auth: &mut Auth,
         open: Opening<'_>,
     ) -> Result<(), Misuse> {
         let Opening {
@@ -255,9 +353,31 @@ impl Engine {
         } = open;
         Self::register(conns, conn, ConnKind::Threads)?;
         heartbeats.open(cx.now, conn);
-        let principal = token
-            .ok_or(crate::auth::AuthError::Missing)
-            .and_then(|t| auth.authenticate(t, cx.now));
+        match auth.authenticate(cx, token, true) {
+            Authn::Decided(principal) => {
+                Self::admit_threads(cx, threads, conns, principal_conns, conn, principal);
+            }
+            Authn::Wait => {
+                auth.keys.park_open(conn, token.unwrap_or_default());
+                threads.open_pending(cx, conn);
+            }
+        }
+        if !subscriptions.is_empty() {
+            threads.resume_socket(cx, conn, subscriptions);
+        }
+        Ok(())
+    }
+
+    /// Opens `/v1/ws` socket `conn` for `principal`; one over a connection
+    /// limit is refused (see [`conn_limits`]).
+    fn admit_threads(
+        cx: &mut Ctx<'_>,
+        threads: &mut Threads,
+        conns: &HashMap<ConnId, ConnKind>,
+        principal_conns: &mut PrincipalConns,
+        conn: ConnId,
+        principal: Result<crate::PrincipalId, AuthError>,
+    ) {
         if let Ok(p) = &principal {
             let limits = cx.limits;
             let admitted = principal_conns.admit(
@@ -270,14 +390,42 @@ impl Engine {
             if let Err(err) = admitted {
                 cx.metrics.count_error(err.code());
                 threads.refuse_busy(cx, conn, &err);
-                return Ok(());
+                return;
             }
         }
         threads.open(cx, conn, principal);
-        if !subscriptions.is_empty() {
-            threads.resume_socket(cx, conn, subscriptions);
+    }
+
+    /// Decides again what waited for the key set; an unknown `kid` is now
+    /// refused.
+    #[allow(clippy::too_many_arguments)]
+    fn wake(
+        cx: &mut Ctx<'_>,
+        threads: &mut Threads,
+        conns: &HashMap<ConnId, ConnKind>,
+        http_rates: &mut HttpRates,
+        principal_conns: &mut PrincipalConns,
+        auth: &mut Auth,
+        waiters: Vec<Waiter>,
+    ) {
+        for waiter in waiters {
+            match waiter {
+                Waiter::Http { req, request } => {
+                    let api = ThreadsApi {
+                        threads: &mut *threads,
+                        http_rates: &mut *http_rates,
+                    };
+                    Self::threads_http(cx, api, auth, req, &request.borrow(), false);
+                }
+                Waiter::Open { conn, token } => {
+                    let Authn::Decided(principal) = auth.authenticate(cx, Some(&token), false)
+                    else {
+                        continue;
+                    };
+                    Self::admit_threads(cx, threads, conns, principal_conns, conn, principal);
+                }
+            }
         }
-        Ok(())
     }
 
     fn register(
@@ -335,10 +483,14 @@ impl Engine {
     /// When to deliver the next [`Input::Tick`].
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Millis> {
-        [self.heartbeats.next_due(), self.channels.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.heartbeats.next_due(),
+            self.channels.next_deadline(),
+            self.auth.keys.deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Decides a `/socket` upgrade before it happens (SPEC §6): the

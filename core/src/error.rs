@@ -84,6 +84,9 @@ pub enum BubbleError {
     /// A principal tried to act as someone else.
     #[error("{0}")]
     PrincipalMismatch(String),
+    /// A cross-origin preflight the deployment's CORS rules refuse.
+    #[error("{0}")]
+    CrossOrigin(String),
     /// The thread does not exist, or the caller cannot read it.
     #[error("Thread \"{0}\" was not found.")]
     ThreadNotFound(ThreadId),
@@ -116,9 +119,9 @@ impl BubbleError {
         match self {
             BubbleError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             BubbleError::Unauthorized(_) => ErrorCode::Unauthorized,
-            BubbleError::Forbidden { .. } | BubbleError::PrincipalMismatch(_) => {
-                ErrorCode::Forbidden
-            }
+            BubbleError::Forbidden { .. }
+            | BubbleError::PrincipalMismatch(_)
+            | BubbleError::CrossOrigin(_) => ErrorCode::Forbidden,
             BubbleError::ThreadNotFound(_) | BubbleError::NotFound(_) => ErrorCode::NotFound,
             BubbleError::AlreadySubscribed(_) | BubbleError::Conflict(_) => ErrorCode::Conflict,
             BubbleError::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,

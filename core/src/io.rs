@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::auth::KeySet;
 use crate::channels::PusherError;
 use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
 use crate::http::{HttpRequest, HttpResponse};
@@ -243,6 +244,15 @@ pub enum Input<'a> {
         /// How it went.
         outcome: ClaimOutcome,
     },
+    /// The key set the engine asked for with [`Output::FetchKeys`]
+    /// (parsed with [`KeySet::parse`]); it replaces the one in use.
+    KeysLoaded {
+        /// The set.
+        keys: KeySet,
+    },
+    /// The key set asked for with [`Output::FetchKeys`] could not be had
+    /// (unreachable, not 2xx, not a JWKS document): the set in use stays.
+    KeysFailed,
     /// A deadline from [`crate::Engine::poll_timeout`] passed (early ticks are harmless).
     Tick,
 }
@@ -336,6 +346,11 @@ pub enum Output {
         /// The socket.
         conn: ConnId,
     },
+    /// Fetch the JWKS again (read its file, or GET its URL) and report
+    /// [`Input::KeysLoaded`] or [`Input::KeysFailed`], within
+    /// [`FETCH_TIMEOUT_MS`](crate::auth::refresh::FETCH_TIMEOUT_MS); no other
+    /// fetch is asked for until then.
+    FetchKeys,
 }
 
 /// The host broke the driving contract (never a peer's fault).

@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let auth = Authenticator::new(&AuthConfig {
         tokens: vec![("token-alice".into(), PrincipalId::new("alice"))],
         jwt_secret: Some(JWT_SECRET.into()),
+        ..AuthConfig::default()
     });
     let verdict = auth.authenticate(token, Millis(NOW.0));
     if let Ok(principal) = verdict {

@@ -156,6 +156,7 @@ impl Host {
                 }
                 Output::Ping { .. } | Output::Broadcast { .. } | Output::Claim { .. } => {}
                 Output::Webhook { url, .. } => panic!("a webhook to {url}: the app has none"),
+                Output::FetchKeys => panic!("a key-set fetch: the config has no JWKS"),
             }
         }
     }
@@ -202,6 +203,7 @@ impl Host {
             query: &query,
             authorization: None,
             upgrade: Some("websocket"),
+            ..RequestHead::default()
         };
         let Endpoint::ChannelsSocket(upgrade) = self.edge.route(&head) else {
             panic!("/socket routes to the channels socket");
@@ -260,6 +262,7 @@ impl Host {
             query,
             authorization,
             upgrade: None,
+            ..RequestHead::default()
         };
         self.response = None;
         self.threads_api = path.starts_with("/v1/");

@@ -4,12 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use bubble_core::edge::{Edge, DEFAULT_WS_PATH};
-use bubble_core::{AppConfig, Config, Heartbeat, Limits, PrincipalId, WebhookConfig};
+use bubble_core::edge::{AllowedOrigins, Cors, Edge, DEFAULT_MAX_AGE_SECS, DEFAULT_WS_PATH};
+use bubble_core::{
+    AppConfig, ClaimRules, Config, Heartbeat, JwksConfig, KeyRefresh, Limits, PrincipalId,
+    WebhookConfig,
+};
 use serde::Deserialize;
 
 use crate::cli::ServeArgs;
 use crate::cluster::{BrokerSpec, BrokerSpecError, ClusterSettings};
+use crate::jwks::JwksSource;
 use crate::store::{StoreSpec, StoreSpecError};
 
 /// Everything `bubble serve` runs with.
@@ -32,6 +36,8 @@ pub struct Settings {
     /// Threads that write the sockets a fan-out queued to; 0: the engine's
     /// thread writes them; `None`: chosen from the machine's cores.
     pub io_threads: Option<usize>,
+    /// Where the JWKS driver's keys come from (`[auth.jwks]`).
+    pub jwks: Option<JwksSource>,
 }
 
 /// A config that cannot be used.
@@ -92,6 +98,8 @@ struct FileConfig {
     limits: Limits,
     #[serde(default)]
     heartbeat: Heartbeat,
+    cors: Option<FileCors>,
+    websocket: Option<FileWebsocket>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -100,6 +108,53 @@ struct FileAuth {
     #[serde(default)]
     tokens: Vec<FileToken>,
     jwt: Option<FileJwt>,
+    jwks: Option<FileJwks>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJwks {
+    url: Option<String>,
+    file: Option<PathBuf>,
+    #[serde(default = "default_refresh_secs")]
+    refresh_secs: u64,
+    #[serde(default = "default_min_refresh_secs")]
+    min_refresh_secs: u64,
+    issuer: Option<String>,
+    audience: Option<String>,
+}
+
+/// `[auth.jwks] refresh_secs` when not set.
+pub const DEFAULT_REFRESH_SECS: u64 = 300;
+/// `[auth.jwks] min_refresh_secs` when not set.
+pub const DEFAULT_MIN_REFRESH_SECS: u64 = 10;
+
+fn default_refresh_secs() -> u64 {
+    DEFAULT_REFRESH_SECS
+}
+
+fn default_min_refresh_secs() -> u64 {
+    DEFAULT_MIN_REFRESH_SECS
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCors {
+    allowed_origins: Vec<String>,
+    #[serde(default)]
+    allow_credentials: bool,
+    #[serde(default = "default_max_age_secs")]
+    max_age_secs: u64,
+}
+
+fn default_max_age_secs() -> u64 {
+    DEFAULT_MAX_AGE_SECS
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWebsocket {
+    allowed_origins: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,6 +168,8 @@ struct FileToken {
 #[serde(deny_unknown_fields)]
 struct FileJwt {
     secret: String,
+    issuer: Option<String>,
+    audience: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,6 +215,7 @@ fn dev_file() -> FileConfig {
                 })
                 .collect(),
             jwt: None,
+            jwks: None,
         },
         apps: vec![FileApp {
             id: DEV_APP.0.to_owned(),
@@ -204,6 +262,76 @@ fn cluster(
     Ok(Some(ClusterSettings { url, prefix, node }))
 }
 
+fn invalid(e: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Invalid(e.to_string())
+}
+
+/// The request edge: routes at `ws_path`, CORS, socket origins.
+fn edge(
+    ws_path: &str,
+    cors: Option<&FileCors>,
+    websocket: Option<&FileWebsocket>,
+) -> Result<Edge, ConfigError> {
+    let mut edge = Edge::new(ws_path).map_err(invalid)?;
+    if let Some(c) = cors {
+        let origins = AllowedOrigins::parse(&c.allowed_origins).map_err(invalid)?;
+        let cors = Cors::new(origins, c.allow_credentials, c.max_age_secs).map_err(invalid)?;
+        edge = edge.with_cors(cors);
+    }
+    if let Some(w) = websocket {
+        let origins = AllowedOrigins::parse(&w.allowed_origins).map_err(invalid)?;
+        edge = edge.with_socket_origins(origins);
+    }
+    Ok(edge)
+}
+
+/// `[auth.jwks]`: where its keys come from, and the driver's config. A
+/// file is read (and must be a JWKS) now, so that a typo stops the start.
+fn jwks(j: &FileJwks) -> Result<(JwksSource, JwksConfig), ConfigError> {
+    let (source, keys) = match (&j.url, &j.file) {
+        (Some(url), None) => {
+            let uri: hyper::Uri = url
+                .parse()
+                .map_err(|e| invalid(format!("auth.jwks.url {url:?}: {e}")))?;
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+                return Err(invalid(format!(
+                    "auth.jwks.url {url:?} must be an http:// or https:// URL"
+                )));
+            }
+            (JwksSource::Url(uri), None)
+        }
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            bubble_core::auth::KeySet::parse(&text)
+                .map_err(|e| invalid(format!("auth.jwks.file {}: {e}", path.display())))?;
+            (JwksSource::File(path.clone()), Some(text))
+        }
+        _ => {
+            return Err(invalid(
+                "auth.jwks needs exactly one of url = \"https://…\" and file = \"PATH\"",
+            ))
+        }
+    };
+    if j.refresh_secs == 0 {
+        return Err(invalid("auth.jwks.refresh_secs must be at least 1"));
+    }
+    let config = JwksConfig {
+        keys,
+        refresh: Some(KeyRefresh {
+            every_ms: j.refresh_secs.saturating_mul(1000),
+            min_interval_ms: j.min_refresh_secs.saturating_mul(1000),
+        }),
+        claims: ClaimRules {
+            issuer: j.issuer.clone(),
+            audience: j.audience.clone(),
+        },
+    };
+    Ok((source, config))
+}
+
 impl Settings {
     /// Merges flags and env (already in `args`) over the config file.
     pub fn load(args: &ServeArgs) -> Result<Settings, ConfigError> {
@@ -240,7 +368,14 @@ impl Settings {
             .as_deref()
             .or(file.ws_path.as_deref())
             .unwrap_or(DEFAULT_WS_PATH);
-        let edge = Edge::new(ws_path).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let edge = edge(ws_path, file.cors.as_ref(), file.websocket.as_ref())?;
+        let (jwks_source, jwks) = match &file.auth.jwks {
+            Some(j) => {
+                let (source, config) = jwks(j)?;
+                (Some(source), Some(config))
+            }
+            None => (None, None),
+        };
         let www = args.www.clone().or(file.www);
         if let Some(dir) = www.as_ref().filter(|dir| !dir.is_dir()) {
             return Err(ConfigError::Invalid(format!(
@@ -265,6 +400,15 @@ impl Settings {
                     .map(|t| (t.token.clone(), PrincipalId::new(t.principal.clone())))
                     .collect(),
                 jwt_secret: file.auth.jwt.as_ref().map(|j| j.secret.clone()),
+                jwt_claims: file
+                    .auth
+                    .jwt
+                    .as_ref()
+                    .map_or_else(ClaimRules::default, |j| ClaimRules {
+                        issuer: j.issuer.clone(),
+                        audience: j.audience.clone(),
+                    }),
+                jwks,
             },
             apps: file
                 .apps
@@ -302,6 +446,7 @@ impl Settings {
             dev,
             cluster,
             io_threads: args.io_threads.or(file.io_threads),
+            jwks: jwks_source,
         })
     }
 
@@ -432,6 +577,66 @@ mod tests {
         assert_eq!(s.engine.heartbeat, Heartbeat::default());
         assert_eq!(s.engine.admins, vec![PrincipalId::new("root")]);
         assert_eq!(s.engine.apps.len(), 1);
+    }
+
+    fn load_toml(text: &str) -> Result<Settings, ConfigError> {
+        Settings::from_toml(&args(), Path::new("bubble.toml"), text)
+    }
+
+    #[test]
+    fn jwks_cors_and_socket_origins() {
+        let s = load_toml(
+            r#"
+            [auth.jwt]
+            secret = "s"
+            issuer = "me"
+            [auth.jwks]
+            url = "https://idp.example/.well-known/jwks.json"
+            audience = "bubble"
+            [cors]
+            allowed_origins = ["https://app.example"]
+            [websocket]
+            allowed_origins = ["https://app.example"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(s.engine.auth.jwt_claims.issuer.as_deref(), Some("me"));
+        let jwks = s.engine.auth.jwks.as_ref().unwrap();
+        assert_eq!(jwks.keys, None);
+        assert_eq!(
+            jwks.refresh,
+            Some(KeyRefresh {
+                every_ms: DEFAULT_REFRESH_SECS * 1000,
+                min_interval_ms: DEFAULT_MIN_REFRESH_SECS * 1000,
+            })
+        );
+        assert_eq!(jwks.claims.audience.as_deref(), Some("bubble"));
+        assert!(matches!(s.jwks, Some(JwksSource::Url(_))));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("jwks.json");
+        std::fs::write(&file, r#"{"keys": []}"#).unwrap();
+        let s = load_toml(&format!(
+            "[auth.jwks]\nfile = {:?}\n",
+            file.display().to_string()
+        ))
+        .unwrap();
+        assert_eq!(
+            s.engine.auth.jwks.unwrap().keys.as_deref(),
+            Some(r#"{"keys": []}"#)
+        );
+        std::fs::write(&file, "[]").unwrap();
+        for bad in [
+            format!("[auth.jwks]\nfile = {:?}\n", file.display().to_string()),
+            "[auth.jwks]\nfile = \"/nonexistent/jwks.json\"\n".to_owned(),
+            "[auth.jwks]\nrefresh_secs = 5\n".to_owned(),
+            "[auth.jwks]\nurl = \"ftp://idp/jwks\"\n".to_owned(),
+            "[auth.jwks]\nurl = \"https://idp/jwks\"\nrefresh_secs = 0\n".to_owned(),
+            "[cors]\nallowed_origins = [\"app.example\"]\n".to_owned(),
+            "[cors]\nallowed_origins = [\"*\"]\nallow_credentials = true\n".to_owned(),
+            "[websocket]\nallowed_origins = [\"https://a.example/x\"]\n".to_owned(),
+        ] {
+            assert!(load_toml(&bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

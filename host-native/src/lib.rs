@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod config;
 mod driver;
 mod http;
+pub mod jwks;
 mod persist;
 mod reads;
 pub mod server;

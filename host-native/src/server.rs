@@ -80,6 +80,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         opened.engine,
         stats,
         broker,
+        settings.jwks.clone(),
     )
     .map_err(io("starting the engine"))?;
     if crate::cluster::deployment(&settings.store).is_some() {

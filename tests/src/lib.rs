@@ -26,6 +26,7 @@ mod cluster;
 mod config;
 pub mod crash;
 mod http;
+mod jwks;
 mod jwt;
 mod proxy;
 pub mod pusher;
@@ -40,6 +41,7 @@ pub use config::{
     TEST_CONFIG,
 };
 pub use http::{raw_post, raw_request, HttpClient, HttpResponse};
+pub use jwks::{jwks_document, JwksServer, SigningKey};
 pub use jwt::{hmac_sha256_hex, sign_jwt, sign_jwt_with_header};
 pub use proxy::Proxy;
 pub use server::{Server, Store};

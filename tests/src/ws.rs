@@ -35,11 +35,27 @@ pub struct WsClient {
 impl WsClient {
     /// Connects to `url`, sending `Authorization: Bearer <token>` when given.
     pub async fn connect(url: &str, token: Option<&str>) -> Result<WsClient, Error> {
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .iter()
+            .map(|b| ("authorization", b.as_str()))
+            .collect();
+        WsClient::connect_with_headers(url, &headers).await
+    }
+
+    /// Connects to `url` sending these extra upgrade `headers` (e.g.
+    /// `Origin`). A refused upgrade is `Err(Error::Http(response))`.
+    pub async fn connect_with_headers(
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<WsClient, Error> {
         let mut request = url.into_client_request()?;
-        if let Some(token) = token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|e| Error::HttpFormat(e.into()))?;
-            request.headers_mut().insert("authorization", value);
+        for (name, value) in headers {
+            let value = HeaderValue::from_str(value).map_err(|e| Error::HttpFormat(e.into()))?;
+            let name =
+                tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| Error::HttpFormat(e.into()))?;
+            request.headers_mut().insert(name, value);
         }
         let config = WebSocketConfig::default()
             .max_message_size(Some(64 << 20))

@@ -40,11 +40,14 @@ pub fn not_ready(why: &str) -> HttpResponse {
 /// `200`: `GET /metrics`, Prometheus text exposition.
 pub fn metrics(text: String) -> HttpResponse {
     HttpResponse {
-        status: 200,
         content_type: ContentType::Metrics,
-        body: text,
-        retry_after: None,
+        ..HttpResponse::text(200, text)
     }
+}
+
+/// `403`: a WebSocket upgrade from an `Origin` the deployment does not allow.
+pub fn origin_not_allowed() -> HttpResponse {
+    HttpResponse::text(403, "Origin not allowed.")
 }
 
 /// `400 invalid_request`: a path that is not validly percent-encoded.

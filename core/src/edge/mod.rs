@@ -38,6 +38,16 @@
 //!   bodies are JSON whatever the header says (`application/json`,
 //!   `application/json; charset=utf-8`, none, or `curl -d`'s form type).
 //!   The engine answers a body that is not JSON with `400`.
+//! - **CORS** for the API routes: see [`Cors`]. A preflight (`OPTIONS`
+//!   with `Origin` and `Access-Control-Request-Method`) of an API path is
+//!   answered here; hosts add [`Edge::cors_headers`] to every other
+//!   response.
+//! - **`Origin` of WebSocket upgrades** (`/v1/ws`, `/socket`, `/app/:key`):
+//!   with an allow-list configured ([`Edge::with_socket_origins`]), an
+//!   upgrade whose `Origin` is not in it is answered [`origin_not_allowed`]
+//!   (`403`, plain text `Origin not allowed.`) before anything else about
+//!   the socket is decided. An upgrade without `Origin` (a non-browser
+//!   client) is allowed. Without a list, any origin may upgrade.
 //! - **Slow consumers**: see [`OutboundLimit`]: the frame that finds a
 //!   socket's queue full is not sent, and the socket closes with 1013.
 //! - **Time**: [`MonotonicNow`](crate::clock::MonotonicNow) clamps a host's
@@ -45,7 +55,9 @@
 
 mod answers;
 mod bearer;
+mod cors;
 mod handshake;
+mod origins;
 mod path;
 mod query;
 mod slow;
@@ -56,10 +68,16 @@ use crate::http::HttpResponse;
 
 pub use crate::io::AcceptedHandshake;
 pub use answers::{
-    healthy, method_not_allowed, metrics, not_an_upgrade, not_found, not_ready, ready,
+    healthy, method_not_allowed, metrics, not_an_upgrade, not_found, not_ready, origin_not_allowed,
+    ready,
 };
 pub use bearer::bearer;
+pub use cors::{
+    Cors, Headers, InvalidCors, ALLOWED_HEADERS, ALLOWED_METHODS, DEFAULT_MAX_AGE_SECS,
+    EXPOSED_HEADERS,
+};
 pub use handshake::ChannelsUpgrade;
+pub use origins::{AllowedOrigins, InvalidOrigin};
 pub use path::PathError;
 pub use query::{BadQuery, Query};
 pub use slow::{OutboundLimit, SlowConsumer, SLOW_CONSUMER_CLOSE};
@@ -83,6 +101,22 @@ pub struct RequestHead<'a> {
     pub authorization: Option<&'a str>,
     /// The `Upgrade` header, if any.
     pub upgrade: Option<&'a str>,
+    /// The `Origin` header, if any.
+    pub origin: Option<&'a str>,
+    /// The `Access-Control-Request-Method` header, if any.
+    pub access_control_request_method: Option<&'a str>,
+    /// The `Access-Control-Request-Headers` header, if any.
+    pub access_control_request_headers: Option<&'a str>,
+}
+
+impl RequestHead<'_> {
+    /// A CORS preflight: `OPTIONS` with `Origin` and
+    /// `Access-Control-Request-Method`.
+    fn is_preflight(&self) -> bool {
+        self.method == "OPTIONS"
+            && self.origin.is_some()
+            && self.access_control_request_method.is_some()
+    }
 }
 
 /// What a request is, decided by [`Edge::route`].
@@ -124,6 +158,8 @@ pub struct InvalidWsPath(pub String);
 pub struct Edge {
     ws_path: String,
     ws_segments: Vec<String>,
+    cors: Option<Cors>,
+    socket_origins: Option<AllowedOrigins>,
 }
 
 impl Default for Edge {
@@ -131,6 +167,8 @@ impl Default for Edge {
         Edge {
             ws_path: DEFAULT_WS_PATH.to_owned(),
             ws_segments: vec!["v1".into(), "ws".into()],
+            cors: None,
+            socket_origins: None,
         }
     }
 }
@@ -161,7 +199,40 @@ impl Edge {
         Ok(Edge {
             ws_path: ws_path.to_owned(),
             ws_segments: segments.into_iter().map(Cow::into_owned).collect(),
+            ..Edge::default()
         })
+    }
+
+    /// These routes, with CORS for the API routes.
+    #[must_use]
+    pub fn with_cors(self, cors: Cors) -> Edge {
+        Edge {
+            cors: Some(cors),
+            ..self
+        }
+    }
+
+    /// These routes, upgrading only sockets from `origins` (or without an
+    /// `Origin` header).
+    #[must_use]
+    pub fn with_socket_origins(self, origins: AllowedOrigins) -> Edge {
+        Edge {
+            socket_origins: Some(origins),
+            ..self
+        }
+    }
+
+    /// The CORS headers a host adds to its response to `request`, whatever
+    /// answered it (the engine, or the host itself: `413`, `503`). Empty
+    /// unless it is an API request and CORS is configured; a preflight
+    /// answered by [`Edge::route`] has its headers already.
+    pub fn cors_headers(&self, request: &RequestHead<'_>) -> Headers {
+        match &self.cors {
+            Some(cors) if !request.is_preflight() && is_api(request.path) => {
+                cors.actual_headers(request.origin)
+            }
+            _ => Headers::new(),
+        }
     }
 
     /// The `/v1/ws` endpoint's path.
@@ -176,7 +247,17 @@ impl Edge {
             Err(err) => return Endpoint::Answer(answers::bad_path(err)),
         };
         if path::api_of(&segments).is_some() {
-            return Endpoint::Engine;
+            return match (request.is_preflight(), &self.cors) {
+                (false, _) => Endpoint::Engine,
+                (true, Some(cors)) => Endpoint::Answer(cors.preflight(
+                    request.origin.unwrap_or_default(),
+                    request.access_control_request_method.unwrap_or_default(),
+                    request.access_control_request_headers,
+                )),
+                (true, None) => {
+                    Endpoint::Answer(cors::refused("Cross-origin requests are not allowed here."))
+                }
+            };
         }
         let read = matches!(request.method, "GET" | "HEAD");
         let host_endpoint = |endpoint| {
@@ -191,17 +272,22 @@ impl Edge {
             .map(Cow::as_ref)
             .eq(self.ws_segments.iter().map(String::as_str))
         {
-            return socket(request, Socket::Threads);
+            return self.socket(request, Socket::Threads);
         }
         match segments.iter().map(Cow::as_ref).collect::<Vec<&str>>()[..] {
-            ["socket"] => socket(request, Socket::Channels),
-            ["app", key] => socket(request, Socket::Pusher(key)),
+            ["socket"] => self.socket(request, Socket::Channels),
+            ["app", key] => self.socket(request, Socket::Pusher(key)),
             ["healthz"] => host_endpoint(Endpoint::Health),
             ["readyz"] => host_endpoint(Endpoint::Ready),
             ["metrics"] => host_endpoint(Endpoint::Metrics),
             _ => host_endpoint(Endpoint::Page),
         }
     }
+}
+
+/// Whether `raw` is a path of an engine API.
+fn is_api(raw: &str) -> bool {
+    path::segments(raw).is_ok_and(|s| path::api_of(&s).is_some())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -220,22 +306,29 @@ fn is_websocket(upgrade: Option<&str>) -> bool {
     })
 }
 
-fn socket(request: &RequestHead<'_>, kind: Socket<'_>) -> Endpoint {
-    if request.method != "GET" {
-        return Endpoint::Answer(method_not_allowed());
-    }
-    if !is_websocket(request.upgrade) {
-        return Endpoint::Answer(not_an_upgrade());
-    }
-    let Ok(query) = Query::parse(request.query) else {
-        return Endpoint::Answer(answers::bad_query(kind != Socket::Threads));
-    };
-    match kind {
-        Socket::Threads => Endpoint::ThreadsSocket {
-            token: bearer::socket_token(request.authorization, &query),
-        },
-        Socket::Channels => Endpoint::ChannelsSocket(ChannelsUpgrade::from_query(&query)),
-        Socket::Pusher(key) => Endpoint::ChannelsSocket(ChannelsUpgrade::pusher(key, &query)),
+impl Edge {
+    fn socket(&self, request: &RequestHead<'_>, kind: Socket<'_>) -> Endpoint {
+        if request.method != "GET" {
+            return Endpoint::Answer(method_not_allowed());
+        }
+        if !is_websocket(request.upgrade) {
+            return Endpoint::Answer(not_an_upgrade());
+        }
+        if let (Some(allowed), Some(origin)) = (&self.socket_origins, request.origin) {
+            if !allowed.allows(origin) {
+                return Endpoint::Answer(origin_not_allowed());
+            }
+        }
+        let Ok(query) = Query::parse(request.query) else {
+            return Endpoint::Answer(answers::bad_query(kind != Socket::Threads));
+        };
+        match kind {
+            Socket::Threads => Endpoint::ThreadsSocket {
+                token: bearer::socket_token(request.authorization, &query),
+            },
+            Socket::Channels => Endpoint::ChannelsSocket(ChannelsUpgrade::from_query(&query)),
+            Socket::Pusher(key) => Endpoint::ChannelsSocket(ChannelsUpgrade::pusher(key, &query)),
+        }
     }
 }
 

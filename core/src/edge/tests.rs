@@ -182,3 +182,105 @@ fn the_ws_path_is_configurable_and_checked() {
     }
     assert_eq!(Edge::new(DEFAULT_WS_PATH).unwrap(), Edge::default());
 }
+
+fn cross_origin_edge() -> Edge {
+    let origins = AllowedOrigins::parse(&["https://app.example"]).unwrap();
+    Edge::default()
+        .with_cors(Cors::new(origins.clone(), false, 600).unwrap())
+        .with_socket_origins(origins)
+}
+
+fn preflight<'a>(path: &'a str, origin: &'a str) -> RequestHead<'a> {
+    RequestHead {
+        origin: Some(origin),
+        access_control_request_method: Some("POST"),
+        access_control_request_headers: Some("authorization,content-type"),
+        ..head("OPTIONS", path, "")
+    }
+}
+
+#[test]
+fn preflights_of_api_paths_are_answered_by_the_edge() {
+    let edge = cross_origin_edge();
+    for path in [
+        "/v1/threads",
+        "/v1/threads/t/events",
+        "/api/apps/a/events",
+        "/apps/a/events",
+    ] {
+        match edge.route(&preflight(path, "https://app.example")) {
+            Endpoint::Answer(ok) => assert_eq!(ok.status, 204, "{path}"),
+            other => panic!("{path}: {other:?}"),
+        }
+        assert_eq!(
+            status(edge.route(&preflight(path, "https://evil.example"))),
+            403
+        );
+        assert_eq!(
+            status(Edge::default().route(&preflight(path, "https://app.example"))),
+            403,
+            "no CORS configured: {path}"
+        );
+    }
+    let not_a_preflight = head("OPTIONS", "/v1/threads", "");
+    assert_eq!(edge.route(&not_a_preflight), Endpoint::Engine);
+}
+
+#[test]
+fn cors_headers_go_on_api_responses_only() {
+    let edge = cross_origin_edge();
+    let from = |path: &'static str, origin: &'static str| RequestHead {
+        origin: Some(origin),
+        ..head("GET", path, "")
+    };
+    let api = edge.cors_headers(&from("/v1/threads", "https://app.example"));
+    assert!(api.contains(&("access-control-allow-origin", "https://app.example".into())));
+    assert!(edge
+        .cors_headers(&from("/healthz", "https://app.example"))
+        .is_empty());
+    assert!(edge
+        .cors_headers(&preflight("/v1/threads", "https://app.example"))
+        .is_empty());
+    assert!(Edge::default()
+        .cors_headers(&from("/v1/threads", "https://app.example"))
+        .is_empty());
+}
+
+#[test]
+fn socket_upgrades_from_other_origins_are_refused() {
+    let edge = cross_origin_edge();
+    for path in ["/v1/ws", "/socket", "/app/app-key"] {
+        let from = |origin| RequestHead {
+            origin,
+            ..upgrade(path, "appKey=app-key")
+        };
+        match edge.route(&from(Some("https://evil.example"))) {
+            Endpoint::Answer(refused) => {
+                assert_eq!(
+                    (refused.status, refused.body.as_str()),
+                    (403, "Origin not allowed.")
+                );
+                assert_eq!(refused.content_type, ContentType::Text);
+            }
+            other => panic!("{path}: {other:?}"),
+        }
+        assert!(
+            !matches!(
+                edge.route(&from(Some("https://app.example"))),
+                Endpoint::Answer(_)
+            ),
+            "{path}"
+        );
+        assert!(
+            !matches!(edge.route(&from(None)), Endpoint::Answer(_)),
+            "{path} without Origin"
+        );
+        assert!(
+            !matches!(
+                Edge::default().route(&from(Some("https://evil.example"))),
+                Endpoint::Answer(_)
+            ),
+            "{path}: no list, any origin"
+        );
+    }
+}

@@ -53,6 +53,44 @@ pub struct HttpRequest<'a> {
     pub body: &'a [u8],
 }
 
+/// An HTTP request, owned while it waits (for a read, for a key set).
+#[derive(Debug, Clone)]
+pub(crate) struct OwnedRequest {
+    method: Method,
+    path: String,
+    query: String,
+    authorization: Option<String>,
+    idempotency_key: Option<String>,
+    body: Vec<u8>,
+}
+
+impl OwnedRequest {
+    /// The request, borrowed again.
+    pub(crate) fn borrow(&self) -> HttpRequest<'_> {
+        HttpRequest {
+            method: self.method,
+            path: &self.path,
+            query: &self.query,
+            authorization: self.authorization.as_deref(),
+            idempotency_key: self.idempotency_key.as_deref(),
+            body: &self.body,
+        }
+    }
+}
+
+impl From<&HttpRequest<'_>> for OwnedRequest {
+    fn from(request: &HttpRequest<'_>) -> OwnedRequest {
+        OwnedRequest {
+            method: request.method,
+            path: request.path.to_owned(),
+            query: request.query.to_owned(),
+            authorization: request.authorization.map(str::to_owned),
+            idempotency_key: request.idempotency_key.map(str::to_owned),
+            body: request.body.to_vec(),
+        }
+    }
+}
+
 /// The body's media type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContentType {
@@ -86,6 +124,8 @@ pub struct HttpResponse {
     pub body: String,
     /// `Retry-After` seconds, when set.
     pub retry_after: Option<u64>,
+    /// Further headers (CORS), names in lower case.
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl HttpResponse {
@@ -96,6 +136,7 @@ impl HttpResponse {
             content_type: ContentType::Json,
             body,
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 
@@ -106,6 +147,7 @@ impl HttpResponse {
             content_type: ContentType::Text,
             body: body.into(),
             retry_after: None,
+            headers: Vec::new(),
         }
     }
 

@@ -291,6 +291,9 @@ impl World {
                         "node {n} sent a webhook to {url}: the app has none"
                     ));
                 }
+                Output::FetchKeys => {
+                    self.fail(format!("node {n} asked for a key set: none is configured"));
+                }
             }
         }
         self.end_outputs();

@@ -99,7 +99,8 @@ impl Threads {
         }
     }
 
-    /// A `/v1/ws` socket opened; a refused principal gets one unscoped
+    /// A `/v1/ws` socket opened (or, after [`Threads::open_pending`], was
+    /// authenticated); a refused principal gets one unscoped
     /// `unauthorized` error, then close 1008.
     pub(crate) fn open(
         &mut self,
@@ -112,13 +113,19 @@ impl Threads {
                 let caller = self.caller(principal);
                 self.ws_open(cx, conn, caller);
             }
-            Err(err) => ws::refuse(
+            Err(err) => self.ws_refuse(
                 cx,
                 conn,
                 &crate::error::BubbleError::from(err),
                 crate::io::CloseReason::Policy,
             ),
         }
+    }
+
+    /// A `/v1/ws` socket open before its bearer is decided: its frames
+    /// queue until [`Threads::open`] decides it.
+    pub(crate) fn open_pending(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        self.ws_open_pending(cx, conn);
     }
 
     /// A `/v1/ws` socket over a connection limit: an unscoped `err`, then
@@ -129,7 +136,7 @@ impl Threads {
         conn: ConnId,
         err: &crate::error::BubbleError,
     ) {
-        ws::refuse(cx, conn, err, crate::io::CloseReason::TryAgainLater);
+        self.ws_refuse(cx, conn, err, crate::io::CloseReason::TryAgainLater);
     }
 
     /// Subscribes a resumed `/v1/ws` socket again (see `Input::ResumeThreads`).

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::auth::AuthError;
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
-use crate::http::{HttpRequest, HttpResponse, Method};
+use crate::http::{HttpRequest, HttpResponse, OwnedRequest};
 use crate::ids::{ConnId, ReadId, RequestId, ThreadId};
 use crate::io::Output;
 use crate::outbox::Tag;
@@ -39,30 +39,6 @@ impl From<BubbleError> for Step {
     }
 }
 
-/// An HTTP request, owned while its operation waits.
-#[derive(Debug, Clone)]
-pub(crate) struct OwnedRequest {
-    method: Method,
-    path: String,
-    query: String,
-    authorization: Option<String>,
-    idempotency_key: Option<String>,
-    body: Vec<u8>,
-}
-
-impl OwnedRequest {
-    fn borrow(&self) -> HttpRequest<'_> {
-        HttpRequest {
-            method: self.method,
-            path: &self.path,
-            query: &self.query,
-            authorization: self.authorization.as_deref(),
-            idempotency_key: self.idempotency_key.as_deref(),
-            body: &self.body,
-        }
-    }
-}
-
 /// An operation, owned so that it can run again.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
@@ -85,14 +61,7 @@ impl Op {
         Op::Http {
             req,
             caller,
-            request: OwnedRequest {
-                method: request.method,
-                path: request.path.to_owned(),
-                query: request.query.to_owned(),
-                authorization: request.authorization.map(str::to_owned),
-                idempotency_key: request.idempotency_key.map(str::to_owned),
-                body: request.body.to_vec(),
-            },
+            request: OwnedRequest::from(request),
         }
     }
 }

@@ -166,6 +166,7 @@ pub struct Harness {
     pings: Vec<ConnId>,
     broadcasts: Vec<ClusterMessage>,
     claims: Vec<(ClaimId, String, String, String)>,
+    key_fetches: usize,
 }
 
 impl Default for Harness {
@@ -216,6 +217,7 @@ impl Harness {
             pings: Vec::new(),
             broadcasts: Vec::new(),
             claims: Vec::new(),
+            key_fetches: 0,
         }
     }
 
@@ -351,7 +353,13 @@ impl Harness {
                 ..
             } => self.claims.push((claim, app_id, key, value)),
             Output::Webhook { url, .. } => panic!("a webhook to {url}: no app here has one"),
+            Output::FetchKeys => self.key_fetches += 1,
         }
+    }
+
+    /// How many key-set fetches the engine asked for since the last call.
+    pub fn take_key_fetches(&mut self) -> usize {
+        std::mem::take(&mut self.key_fetches)
     }
 
     /// Whether event `seq` of `thread` is in the durable store.

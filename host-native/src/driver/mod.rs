@@ -27,6 +27,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 pub(crate) mod conn;
 mod writers;
 
+use crate::jwks::{JwksSource, KeyFetcher};
 use crate::webhooks::Webhooks;
 
 use crate::cluster::{Broker, ClusterSettings, Health};
@@ -109,6 +110,10 @@ pub(crate) enum Command {
     /// Check what the broker may have lost: read subscribed threads again
     /// and reconcile presence.
     ClusterCheck,
+    /// The key set the engine asked for.
+    KeysLoaded { keys: bubble_core::auth::KeySet },
+    /// The key set the engine asked for could not be had.
+    KeysFailed,
     /// Render the metrics.
     Metrics { reply: oneshot::Sender<String> },
     /// Answer when the engine task is responsive.
@@ -164,6 +169,8 @@ struct Driver {
     broker: Option<Broker>,
     /// Pusher webhook delivery.
     webhooks: Webhooks,
+    /// JWKS fetches.
+    keys: KeyFetcher,
     /// Claims no broker could take, to report as unavailable.
     unclaimed: Vec<ClaimId>,
     /// The threads that write the due sockets; `None`: the engine's
@@ -221,6 +228,7 @@ pub(crate) fn spawn(
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
     cluster: Option<(&ClusterSettings, Arc<Health>)>,
+    jwks: Option<JwksSource>,
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
@@ -246,13 +254,19 @@ pub(crate) fn spawn(
         reads: read_rx,
     };
     let webhooks = Webhooks::new(tokio::runtime::Handle::current());
+    let keys = KeyFetcher::new(jwks, tokio::runtime::Handle::current(), inbox_tx.clone());
     let build = move || {
         let engine = Engine::new(config, seed);
         let writers = match io_threads {
             0 => None,
             n => Some(Writers::start(n)?),
         };
-        let driver = Driver::new(engine, persister, reads, stats, broker, webhooks, writers);
+        let outside = Outside {
+            broker,
+            webhooks,
+            keys,
+        };
+        let driver = Driver::new(engine, persister, reads, stats, outside, writers);
         Ok::<_, std::io::Error>(driver)
     };
     let engine = match home {
@@ -308,16 +322,27 @@ struct Channels {
     reads: mpsc::UnboundedReceiver<ReadDone>,
 }
 
+/// What the engine task reaches outside the process, besides the store.
+struct Outside {
+    broker: Option<Broker>,
+    webhooks: Webhooks,
+    keys: KeyFetcher,
+}
+
 impl Driver {
     fn new(
         engine: Engine,
         persister: Persister,
         reads: Reads,
         stats: Arc<Stats>,
-        broker: Option<Broker>,
-        webhooks: Webhooks,
+        outside: Outside,
         writers: Option<Writers>,
     ) -> Driver {
+        let Outside {
+            broker,
+            webhooks,
+            keys,
+        } = outside;
         Driver {
             engine,
             conns: HashMap::default(),
@@ -334,6 +359,7 @@ impl Driver {
             due: Vec::new(),
             broker,
             webhooks,
+            keys,
             unclaimed: Vec::new(),
             writers,
         }
@@ -487,6 +513,8 @@ impl Driver {
                 }
                 self.input(Input::Recheck);
             }
+            Command::KeysLoaded { keys } => self.input(Input::KeysLoaded { keys }),
+            Command::KeysFailed => self.input(Input::KeysFailed),
             Command::Metrics { reply } => {
                 let mut text = self.engine.metrics().render_prometheus();
                 self.stats
@@ -617,6 +645,7 @@ impl Driver {
                 signature,
                 body,
             } => self.webhooks.send(url, key, signature, body),
+            Output::FetchKeys => self.keys.fetch(),
             Output::Read { read, query } => match &self.reads {
                 Reads::Inline(store) => self.answered.push((read, store.read(&query))),
                 Reads::Pool(pool) => pool.submit(read, query),

@@ -111,7 +111,20 @@ pub(crate) fn respond(response: HttpResponse) -> Response {
         out.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
+    add_headers(&mut out, response.headers);
     out
+}
+
+/// Appends headers the core decided (CORS); values it could not have
+/// produced as header values are skipped.
+fn add_headers(response: &mut Response, headers: Vec<(&'static str, String)>) {
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::try_from(value) {
+            response
+                .headers_mut()
+                .append(header::HeaderName::from_static(name), value);
+        }
+    }
 }
 
 /// `503 unavailable`: the engine task is gone (shutting down).
@@ -137,9 +150,16 @@ fn header_lossy(req: &axum::http::request::Parts, name: header::HeaderName) -> O
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
-/// Carries out what the edge decides `req` is.
+/// Carries out what the edge decides `req` is, with the CORS headers it
+/// decides for the response.
 async fn serve(State(host): State<Arc<Host>>, req: Request) -> Response {
-    let endpoint = route(&host.edge, &req);
+    let (endpoint, cors) = route(&host.edge, &req);
+    let mut response = endpoint_response(host, req, endpoint).await;
+    add_headers(&mut response, cors);
+    response
+}
+
+async fn endpoint_response(host: Arc<Host>, req: Request, endpoint: Endpoint) -> Response {
     match endpoint {
         Endpoint::Engine => engine_route(host, req).await,
         Endpoint::ThreadsSocket { token } => crate::ws::threads(host, req, token),
@@ -152,15 +172,19 @@ async fn serve(State(host): State<Arc<Host>>, req: Request) -> Response {
     }
 }
 
-fn route(edge: &Edge, req: &Request) -> Endpoint {
+fn route(edge: &Edge, req: &Request) -> (Endpoint, bubble_core::edge::Headers) {
     let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-    edge.route(&RequestHead {
+    let head = RequestHead {
         method: req.method().as_str(),
         path: req.uri().path(),
         query: req.uri().query().unwrap_or_default(),
         authorization: header(header::AUTHORIZATION),
         upgrade: header(header::UPGRADE),
-    })
+        origin: header(header::ORIGIN),
+        access_control_request_method: header(header::ACCESS_CONTROL_REQUEST_METHOD),
+        access_control_request_headers: header(header::ACCESS_CONTROL_REQUEST_HEADERS),
+    };
+    (edge.route(&head), edge.cors_headers(&head))
 }
 
 fn too_large(limit: usize) -> Response {

@@ -100,7 +100,8 @@ impl Host {
                 Output::Ping { .. }
                 | Output::Broadcast { .. }
                 | Output::Claim { .. }
-                | Output::Webhook { .. } => {}
+                | Output::Webhook { .. }
+                | Output::FetchKeys => {}
             }
         }
     }

@@ -48,10 +48,15 @@ pub(crate) enum Queued {
     RateLimited,
 }
 
-/// One authenticated `/v1/ws` connection.
+/// The `parked` mark of a connection whose bearer is not decided yet: no
+/// operation has this id (they start at 1), so its frames queue.
+const AUTHENTICATING: u64 = 0;
+
+/// One `/v1/ws` connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
-    pub(crate) caller: Caller,
+    /// Who it is; `None` while its bearer waits for the key set.
+    pub(crate) caller: Option<Caller>,
     pub(crate) subs: BTreeMap<ThreadId, Sub>,
     /// An `Output::WantDrained` is outstanding.
     pub(crate) awaiting_drain: bool,
@@ -70,16 +75,31 @@ pub(crate) struct Conn {
 
 impl Conn {
     pub(crate) fn new(caller: Caller) -> Conn {
+        let mut conn = Conn::pending();
+        conn.authenticated(caller);
+        conn
+    }
+
+    /// A connection whose bearer is not decided yet.
+    pub(crate) fn pending() -> Conn {
         Conn {
-            caller,
+            caller: None,
             subs: BTreeMap::new(),
             awaiting_drain: false,
             closing: false,
-            parked: None,
+            parked: Some(AUTHENTICATING),
             queue: VecDeque::new(),
             resuming: BTreeSet::new(),
             window_start: Millis(0),
             window_frames: 0,
+        }
+    }
+
+    /// Its bearer was accepted: its queued frames may run.
+    pub(crate) fn authenticated(&mut self, caller: Caller) {
+        self.caller = Some(caller);
+        if self.parked == Some(AUTHENTICATING) {
+            self.parked = None;
         }
     }
 

@@ -33,13 +33,6 @@ mod replay;
 use codec::{ClientFrame, FrameError};
 use conn::{Conn, Provisional, Queued, Sub};
 
-/// A socket whose bearer was refused: one unscoped `unauthorized` error,
-/// then close 1008.
-pub(super) fn refuse(cx: &mut Ctx<'_>, conn: ConnId, err: &BubbleError, reason: CloseReason) {
-    send_error(cx, conn, None, err);
-    cx.out.push(Output::Close { conn, reason });
-}
-
 fn send_error(cx: &mut Ctx<'_>, conn: ConnId, scope: Option<&str>, err: &BubbleError) {
     cx.metrics.count_error(err.code());
     cx.out.push(Output::Send {
@@ -74,9 +67,38 @@ fn binary() -> BubbleError {
 }
 
 impl Threads {
+    /// Opens `conn` for `caller`, running the frames that queued while its
+    /// bearer was being decided.
     pub(super) fn ws_open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, caller: Caller) {
-        self.sockets.conns.insert(conn, Conn::new(caller));
         cx.metrics.thread_connections += 1;
+        match self.sockets.conns.get_mut(&conn) {
+            Some(c) => {
+                c.authenticated(caller);
+                self.run_queued(cx, conn);
+            }
+            None => {
+                self.sockets.conns.insert(conn, Conn::new(caller));
+            }
+        }
+    }
+
+    /// Registers `conn` before its bearer is decided.
+    pub(super) fn ws_open_pending(&mut self, _cx: &mut Ctx<'_>, conn: ConnId) {
+        self.sockets.conns.insert(conn, Conn::pending());
+    }
+
+    /// A socket refused (bearer, connection limit): `err` unscoped, then
+    /// close with `reason`; what it queued while pending is dropped.
+    pub(super) fn ws_refuse(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        err: &BubbleError,
+        reason: CloseReason,
+    ) {
+        self.sockets.conns.remove(&conn);
+        send_error(cx, conn, None, err);
+        cx.out.push(Output::Close { conn, reason });
     }
 
     /// A resumed socket's subscriptions: each one is a `thread.subscribe`
@@ -107,7 +129,9 @@ impl Threads {
                 self.works.remove(&op);
             }
             lost_subscriptions(cx, dropped);
-            cx.metrics.thread_connections = cx.metrics.thread_connections.saturating_sub(1);
+            if c.caller.is_some() {
+                cx.metrics.thread_connections = cx.metrics.thread_connections.saturating_sub(1);
+            }
         }
     }
 
@@ -213,7 +237,7 @@ impl Threads {
     ) -> Option<ReadQuery> {
         self.wrote = None;
         self.relied_on = None;
-        let caller = self.sockets.conns.get(&conn)?.caller.clone();
+        let caller = self.sockets.conns.get(&conn)?.caller.clone()?;
         let (scope, result) = match codec::parse(text) {
             Err(FrameError { scope, error }) => (scope, Err(Step::Fail(error))),
             Ok(ClientFrame::Subscribe { thread, from_seq }) => {

@@ -253,7 +253,8 @@ impl Threads {
                 .map(|s| s.iter().copied().collect())
                 .unwrap_or_default();
             for conn in subscribers {
-                let Some(caller) = self.sockets.conns.get(&conn).map(|c| c.caller.clone()) else {
+                let Some(caller) = self.sockets.conns.get(&conn).and_then(|c| c.caller.clone())
+                else {
                     continue;
                 };
                 // A chain not fully cached is checked again once it loads.

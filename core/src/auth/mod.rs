@@ -1,15 +1,42 @@
-//! Bearer authentication: the static token driver and the JWT HS256 driver.
+//! Bearer authentication: static tokens, JWTs signed with a shared
+//! secret (`HS256`), and JWTs signed with the keys of a JSON Web Key Set
+//! (`RS256`, `ES256`, `EdDSA`).
+//!
+//! A JWT's header `alg` picks its driver: `HS256` the secret, the others
+//! the key set (see [`jwks`] for which key may verify which algorithm). No
+//! other `alg` is accepted, `none` included. Once the signature holds, the
+//! claims are checked: `exp` and `nbf` when present, `iss` and `aud` when
+//! the driver is configured with an issuer or an audience (then they are
+//! required), and `sub`, the principal, must be a non-empty string.
+//!
+//! The key set is data: the host hands it in ([`KeySet::parse`], then
+//! [`Input::KeysLoaded`](crate::Input::KeysLoaded)) when the engine asks
+//! ([`Output::FetchKeys`](crate::Output::FetchKeys)), on the schedule of
+//! [`refresh`]. A token naming a `kid` the set lacks waits for a fetch
+//! (one that starts then, or the one in flight) and is decided again with
+//! the set it brings; when no fetch may start (the minimum interval since
+//! the last one has not passed, or [`MAX_WAITING`] wait already) it is
+//! refused at once.
 
 use std::collections::HashMap;
 
-use base64::Engine as _;
 use hmac::{Hmac, Mac};
-use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
-use crate::config::AuthConfig;
+use crate::config::{AuthConfig, ClaimRules};
 use crate::error::BubbleError;
 use crate::ids::{Millis, PrincipalId};
+
+pub mod jwks;
+mod jwt;
+pub mod refresh;
+mod waiting;
+
+pub use jwks::{JwksError, KeySet};
+pub use waiting::MAX_WAITING;
+pub(crate) use waiting::{KeyWait, Waiter};
+
+use jwt::{Alg, Token};
 
 /// Why a bearer was refused. Peers only ever see `unauthorized`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,19 +53,21 @@ pub enum AuthError {
     /// The JWT's `nbf` is still ahead.
     #[error("The bearer token is not valid yet.")]
     NotYetValid,
+    /// The JWT's `iss` is not the configured issuer.
+    #[error("The bearer token's issuer is not accepted.")]
+    WrongIssuer,
+    /// The JWT's `aud` does not name the configured audience.
+    #[error("The bearer token's audience is not accepted.")]
+    WrongAudience,
+    /// The JWT names a `kid` that the key set does not hold.
+    #[error("The bearer token's signing key is unknown.")]
+    UnknownKey,
 }
 
 impl From<AuthError> for BubbleError {
     fn from(err: AuthError) -> BubbleError {
         BubbleError::Unauthorized(err.to_string())
     }
-}
-
-#[derive(Deserialize)]
-struct Claims {
-    sub: String,
-    exp: Option<u64>,
-    nbf: Option<u64>,
 }
 
 /// The SHA-256 digest of a static token: the table is keyed by digests, so
@@ -54,11 +83,14 @@ fn digest(token: &str) -> TokenDigest {
 #[derive(Debug, Clone, Default)]
 pub struct Authenticator {
     tokens: HashMap<TokenDigest, PrincipalId>,
-    jwt_secret: Option<Vec<u8>>,
+    secret: Option<(Vec<u8>, ClaimRules)>,
+    jwks: Option<(KeySet, ClaimRules)>,
 }
 
 impl Authenticator {
-    /// Drivers from config.
+    /// Drivers from config. An inline key set that does not parse is an
+    /// empty one (hosts check it with [`KeySet::parse`] when they load
+    /// their config).
     pub fn new(config: &AuthConfig) -> Authenticator {
         Authenticator {
             tokens: config
@@ -66,7 +98,14 @@ impl Authenticator {
                 .iter()
                 .map(|(token, principal)| (digest(token), principal.clone()))
                 .collect(),
-            jwt_secret: config.jwt_secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            secret: config
+                .jwt_secret
+                .as_ref()
+                .map(|s| (s.as_bytes().to_vec(), config.jwt_claims.clone())),
+            jwks: config.jwks.as_ref().map(|j| {
+                let keys = j.keys.as_deref().and_then(|k| KeySet::parse(k).ok());
+                (keys.unwrap_or_default(), j.claims.clone())
+            }),
         }
     }
 
@@ -75,59 +114,36 @@ impl Authenticator {
         if let Some(principal) = self.tokens.get(&digest(token)) {
             return Ok(principal.clone());
         }
-        match &self.jwt_secret {
-            Some(secret) => verify_jwt(secret, token, now),
-            None => Err(AuthError::Invalid),
+        let token = Token::split(token)?;
+        let rules = match (token.alg, &self.secret, &self.jwks) {
+            (Alg::Hs256, Some((secret, rules)), _) => {
+                let mut mac =
+                    Hmac::<Sha256>::new_from_slice(secret).map_err(|_| AuthError::Invalid)?;
+                mac.update(token.signing_input);
+                mac.verify_slice(&token.signature)
+                    .map_err(|_| AuthError::Invalid)?;
+                rules
+            }
+            (Alg::Rs256 | Alg::Es256 | Alg::EdDsa, _, Some((keys, rules))) => {
+                keys.verify(&token)?;
+                rules
+            }
+            _ => return Err(AuthError::Invalid),
+        };
+        token.principal(rules, now)
+    }
+
+    /// Replaces the key set of the JWKS driver (none configured: ignored).
+    pub fn set_keys(&mut self, keys: KeySet) {
+        if let Some((current, _)) = &mut self.jwks {
+            *current = keys;
         }
     }
 }
 
-fn verify_jwt(secret: &[u8], token: &str, now: Millis) -> Result<PrincipalId, AuthError> {
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let mut parts = token.split('.');
-    let (Some(header), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(AuthError::Invalid);
-    };
-    let header: serde_json::Value =
-        serde_json::from_slice(&b64.decode(header).map_err(|_| AuthError::Invalid)?)
-            .map_err(|_| AuthError::Invalid)?;
-    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
-        return Err(AuthError::Invalid);
-    }
-    let signature = b64.decode(signature).map_err(|_| AuthError::Invalid)?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| AuthError::Invalid)?;
-    mac.update(&token.as_bytes()[..header_and_payload_len(token)]);
-    mac.verify_slice(&signature)
-        .map_err(|_| AuthError::Invalid)?;
-    let claims: Claims =
-        serde_json::from_slice(&b64.decode(payload).map_err(|_| AuthError::Invalid)?)
-            .map_err(|_| AuthError::Invalid)?;
-    if claims
-        .exp
-        .is_some_and(|exp| exp.saturating_mul(1000) <= now.0)
-    {
-        return Err(AuthError::Expired);
-    }
-    if claims
-        .nbf
-        .is_some_and(|nbf| nbf.saturating_mul(1000) > now.0)
-    {
-        return Err(AuthError::NotYetValid);
-    }
-    if claims.sub.is_empty() {
-        return Err(AuthError::Invalid);
-    }
-    Ok(PrincipalId::new(claims.sub))
-}
-
-fn header_and_payload_len(token: &str) -> usize {
-    token.rfind('.').unwrap_or(0)
-}
-
 /// Signs `claims` as an HS256 JWT (for tests, tools and examples).
 pub fn sign_jwt(secret: &[u8], claims: &serde_json::Value) -> String {
+    use base64::Engine as _;
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let header = b64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
     let payload = b64.encode(claims.to_string());
@@ -139,14 +155,19 @@ pub fn sign_jwt(secret: &[u8], claims: &serde_json::Value) -> String {
 }
 
 #[cfg(test)]
+mod jwks_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
     use serde_json::json;
 
     fn auth() -> Authenticator {
         Authenticator::new(&AuthConfig {
             tokens: vec![("dev-alice".into(), PrincipalId::new("alice"))],
             jwt_secret: Some("s3cret".into()),
+            ..AuthConfig::default()
         })
     }
 
