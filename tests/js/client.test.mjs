@@ -8,7 +8,6 @@
 
 import assert from 'node:assert/strict';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
-import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -18,6 +17,7 @@ import { WebSocket } from 'ws';
 
 import { BubbleError, ClientCore, connect } from '../../clients/js/src/index.js';
 import { REPO, TOKENS, startNative } from './lib/native.mjs';
+import { startProxy } from './lib/proxy.mjs';
 
 const WAIT_MS = 60000;
 
@@ -28,47 +28,6 @@ async function until(check, what) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-}
-
-/** A TCP proxy to the current server: `cut()` kills every connection, `down` refuses new ones. */
-async function startProxy(target) {
-  const pairs = new Set();
-  const proxy = {
-    target,
-    down: false,
-    cut() {
-      for (const [a, b] of pairs) {
-        a.destroy();
-        b.destroy();
-      }
-      pairs.clear();
-    },
-  };
-  const server = createServer((client) => {
-    if (proxy.down) {
-      client.destroy();
-      return;
-    }
-    const upstream = tcpConnect(proxy.target.port, proxy.target.hostname);
-    const pair = [client, upstream];
-    pairs.add(pair);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-      pairs.delete(pair);
-    };
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  proxy.url = `http://127.0.0.1:${server.address().port}`;
-  proxy.close = () => {
-    proxy.cut();
-    return new Promise((resolve) => server.close(resolve));
-  };
-  return proxy;
 }
 
 async function http(base, method, path, body, token = TOKENS.alice) {
