@@ -44,7 +44,7 @@ class TestChat extends AbstractChat {
     const state = {
       status: 'ready',
       error: undefined,
-      messages: [],
+      messages: init.messages ?? [],
       pushMessage(message) {
         this.messages = [...this.messages, structuredClone(message)];
       },
@@ -176,6 +176,34 @@ describe('the AI SDK chat over a Bubble thread', () => {
     const parts = (await events(server.url, threadId)).filter((e) => e.type === 'message_part' && e.runId === 'agent-1');
     assert.ok(parts.length < produced[0].chunks.length, `${parts.length} events for ${produced[0].chunks.length} chunks`);
     client.connection.close();
+  });
+
+  test('a fresh page resumes the answer being streamed: the run is replayed, once', async () => {
+    const threadId = 'chat-reload';
+    await thread(threadId);
+    const bot = agent(threadId, 'text');
+    const first = await chatOn(threadId);
+    const sending = first.chat.sendMessage({ text: 'Count, then I reload.' });
+    await until(() => text(first.chat.lastMessage).includes('n150 '), 'half the answer');
+    // The page goes away; a new one loads the messages and resumes.
+    first.connection.close();
+    await sending;
+    const connection = await connect(proxy.url, { token: TOKENS.alice, WebSocket });
+    const loaded = await connection.thread(threadId).messages();
+    assert.equal(loaded.messages.length, 2);
+    assert.deepEqual(loaded.activeRuns.map((r) => [r.runId, r.messageId]), [['agent-1', 'agent-1']]);
+    const chat = new TestChat({ id: threadId, messages: loaded.messages, transport: new BubbleChatTransport({ connection }) });
+    const resuming = chat.resumeStream();
+    await until(() => text(chat.lastMessage).includes('n150 '), 'the replayed half');
+    bot.go();
+    const produced = await bot.produced();
+    await resuming;
+    assert.equal(chat.status, 'ready', String(chat.error));
+    const want = json(await read(produced[0].chunks));
+    assert.equal(chat.messages.length, 2);
+    assert.deepEqual(json(chat.lastMessage), want);
+    assert.deepEqual(json(chat.messages[0]), loaded.messages[0]);
+    connection.close();
   });
 
   test('a tool call approved in the chat: the agent continues, cut and resumed', async () => {

@@ -321,7 +321,8 @@ export class BubbleChatTransport {
         end = (error) => {
           if (ended) return;
           ended = true;
-          subscription?.unsubscribe();
+          // A closed connection has no subscriptions left to end.
+          if (connection.state !== 'closed') subscription?.unsubscribe();
           offState?.();
           offClosed?.();
           if (chat.active === end) chat.active = null;
