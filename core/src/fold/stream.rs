@@ -68,7 +68,7 @@ impl StreamState {
                 let kind = if reasoning { "reasoning" } else { "text" };
                 part.insert("type".into(), Value::String(kind.into()));
                 if reasoning {
-                    part.insert("id".into(), chunk["id"].clone());
+                    part.insert("id".into(), Value::String(text(chunk, "id").to_owned()));
                 }
                 part.insert("text".into(), Value::String(String::new()));
                 if let Some(meta) = pm() {
@@ -109,8 +109,11 @@ impl StreamState {
             "file" => {
                 let mut part = Map::new();
                 part.insert("type".into(), Value::String("file".into()));
-                part.insert("mediaType".into(), chunk["mediaType"].clone());
-                part.insert("url".into(), chunk["url"].clone());
+                part.insert(
+                    "mediaType".into(),
+                    Value::String(text(chunk, "mediaType").to_owned()),
+                );
+                part.insert("url".into(), Value::String(text(chunk, "url").to_owned()));
                 if let Some(meta) = pm() {
                     part.insert("providerMetadata".into(), meta);
                 }

@@ -309,3 +309,61 @@ fn events_must_come_in_order() {
         })
     );
 }
+
+/// Any JSON value: the fields of hostile chunks.
+fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i32>().prop_map(Value::from),
+        "[a-c{}\\[\\]\":,0-9 ]{0,6}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map("[a-z]{1,3}|id|toolCallId|delta", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #[test]
+    fn hostile_chunks_never_break_the_fold(
+        chunks in proptest::collection::vec(
+            (
+                proptest::sample::select(vec![
+                    "start", "text-start", "text-delta", "text-end", "reasoning-delta", "tool-input-start",
+                    "tool-input-delta", "tool-input-available", "tool-input-error", "tool-approval-request",
+                    "tool-output-available", "tool-output-error", "tool-output-denied", "data-x", ROLE_CHUNK,
+                    "file", "source-url", "start-step", "finish-step", "finish", "message-metadata", "other",
+                ]),
+                proptest::collection::btree_map(
+                    proptest::sample::select(vec![
+                        "id", "delta", "toolCallId", "toolName", "inputTextDelta", "input", "output",
+                        "messageId", "messageMetadata", "dynamic", "data", "approvalId", "url", "mediaType",
+                        "providerMetadata", "errorText", "inputEncoding", "transient",
+                    ]),
+                    any_json(),
+                    0..5,
+                ),
+                proptest::sample::select(vec!["r1", "r2"]),
+                proptest::bool::ANY,
+            ),
+            0..40,
+        )
+    ) {
+        let mut events = Vec::new();
+        for (ty, fields, run, approve) in chunks {
+            let mut chunk: serde_json::Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            chunk.insert("type".into(), json!(ty));
+            events.push(part(run, Value::Object(chunk)));
+            if approve {
+                events.push(approval("c", true));
+            }
+        }
+        let body: Value = serde_json::from_str(&fold(&events).to_json()).unwrap();
+        proptest::prop_assert!(body["messages"].is_array());
+    }
+}

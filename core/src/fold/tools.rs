@@ -348,7 +348,10 @@ pub(crate) fn apply(
             let part = &mut parts[i];
             materialize(part);
             let mut approval = Map::new();
-            approval.insert("id".into(), chunk["approvalId"].clone());
+            approval.insert(
+                "id".into(),
+                Value::String(text(chunk, "approvalId").to_owned()),
+            );
             if let Some(d) = chunk.get("approvalDescriptor").filter(|v| !v.is_null()) {
                 approval.insert("descriptor".into(), d.clone());
             }
