@@ -16,6 +16,22 @@ export interface EventPage {
   nextSeq: number | null;
 }
 
+/** A run with chunks and no `run_finished` yet, in `GET /v1/threads/:id/messages`. */
+export interface ActiveRun {
+  runId: string;
+  /** The message it streams into. */
+  messageId: string;
+  /** The seq of its first chunk. */
+  fromSeq: number;
+}
+
+/** `GET /v1/threads/:id/messages`: AI SDK v6 `UIMessage`s folded through `throughSeq`. */
+export interface FoldedMessages {
+  messages: Array<{ id: string; role: 'system' | 'user' | 'assistant'; metadata?: unknown; parts: Array<{ type: string; [field: string]: unknown }> }>;
+  throughSeq: number;
+  activeRuns: ActiveRun[];
+}
+
 /**
  * An error the server reported (`not_found`, `forbidden`, …; `unavailable`
  * for an answer that is not the server's JSON), `client_closed` or `unsubscribed`.
@@ -71,6 +87,8 @@ export interface Thread {
   subscribe(options?: { fromSeq?: number }, onEvent?: (event: BubbleEvent) => void): Subscription;
   /** Appends an event (queued while offline, retried with one idempotency key); resolves with the stored event. */
   append(event: Record<string, unknown>): Promise<BubbleEvent>;
+  /** The thread's AI SDK messages folded by the server (`GET /v1/threads/:id/messages`). */
+  messages(): Promise<FoldedMessages>;
   /** The thread's history, page by page. */
   history(options?: { fromSeq?: number; limit?: number }): AsyncIterable<EventPage>;
   /** A scoped error about this thread. */

@@ -115,7 +115,8 @@ pub struct Limits {
     /// Frames a connection's outbound queue may hold before the host closes
     /// it as a slow consumer.
     pub outbound_queue_frames: usize,
-    /// Backlog events sent per drain of a catching-up connection.
+    /// Backlog events sent per drain of a catching-up connection; also the
+    /// events read per store read when a thread's messages are folded.
     pub backlog_page: usize,
     /// Threads the engine keeps cached (their records, grants and
     /// participants); threads in use are kept beyond it.
@@ -144,6 +145,15 @@ pub struct Limits {
     /// `/v1/ws` sockets one principal holds at once (0, the default: no
     /// limit).
     pub max_connections_per_principal: usize,
+    /// Largest fold of one thread's messages (`GET
+    /// /v1/threads/:id/messages`), in bytes of the JSON of the
+    /// `message_part` and `tool_call_approval` events it folds (8 MiB);
+    /// past it the route answers `413`.
+    pub max_fold_bytes: usize,
+    /// What the cached folds of all threads may hold together, counted as
+    /// `max_fold_bytes` counts (64 MiB); past it the least recently read
+    /// folds are dropped (and rebuilt from the store when read again).
+    pub fold_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -167,6 +177,8 @@ impl Default for Limits {
             http_rate_window_ms: 1000,
             max_connections: 0,
             max_connections_per_principal: 0,
+            max_fold_bytes: 8 * 1024 * 1024,
+            fold_cache_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -83,6 +83,7 @@ mod ctx;
 pub mod edge;
 mod engine;
 pub mod error;
+pub mod fold;
 mod heartbeat;
 mod hex;
 pub mod http;

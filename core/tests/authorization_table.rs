@@ -146,6 +146,8 @@ fn exercise(h: &mut Harness, who: &str, capability: &str, thread: &str) -> (Seen
             seen.push(http_seen(r.status, &r.body));
             let r = h.get(who, &format!("{base}/events"));
             seen.push(http_seen(r.status, &r.body));
+            let r = h.get(who, &format!("{base}/messages"));
+            seen.push(http_seen(r.status, &r.body));
         }
         "thread.manage" => {
             let r = h.patch(who, &base, json!({ "title": "Renamed" }));

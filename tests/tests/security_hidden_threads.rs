@@ -62,6 +62,8 @@ fn requests() -> Vec<(&'static str, &'static str, Option<&'static str>, Value)> 
             None,
             none.clone(),
         ),
+        ("GET", "/v1/threads/{t}/messages", None, none.clone()),
+        ("POST", "/v1/threads/{t}/messages", None, json!({})),
         ("POST", "/v1/threads/{t}/events", None, run_started("r")),
         (
             "POST",

@@ -126,6 +126,11 @@ fn routes() -> Vec<(&'static str, Call, [Expect; 6])> {
             read,
         ),
         (
+            "GET /v1/threads/:id/messages",
+            |c, t, _| Box::pin(async move { c.get(&format!("/v1/threads/{t}/messages")).await }),
+            read,
+        ),
+        (
             "PATCH /v1/threads/:id",
             |c, t, _| {
                 Box::pin(async move {
@@ -369,12 +374,13 @@ async fn unauthenticated_requests_get_401() {
     setup(&server, "t").await;
     let anonymous = server.http_anonymous();
     let bad = server.http("not-a-token");
-    let calls: [(&str, &str, Option<Value>); 11] = [
+    let calls: [(&str, &str, Option<Value>); 12] = [
         ("POST", "/v1/threads", Some(json!({"threadId": "x"}))),
         ("GET", "/v1/threads", None),
         ("GET", "/v1/threads/t", None),
         ("PATCH", "/v1/threads/t", Some(json!({"title": "x"}))),
         ("GET", "/v1/threads/t/events", None),
+        ("GET", "/v1/threads/t/messages", None),
         ("POST", "/v1/threads/t/events", Some(run_started("r"))),
         ("GET", "/v1/threads/t/grants", None),
         (

@@ -132,6 +132,11 @@ class Thread extends Emitter {
     return this.#connection._append(this.id, event);
   }
 
+  /** `GET /v1/threads/:id/messages`: the folded AI SDK messages, `throughSeq` and `activeRuns`. */
+  messages() {
+    return this.#connection._get(`/v1/threads/${encodeURIComponent(this.id)}/messages`);
+  }
+
   /** Pages of `GET /v1/threads/:id/events`, from `fromSeq` until the last page. */
   async *history(options = {}) {
     let fromSeq = options.fromSeq ?? 1;

@@ -68,7 +68,8 @@ impl Threads {
         for b in settled {
             for thread in self.batches.remove(&b).unwrap_or_default() {
                 if let Some(state) = self.cache.get_mut(&thread) {
-                    state.persisted(batch.0);
+                    let (folds, limits) = (&mut self.folds, cx.limits);
+                    state.persisted(batch.0, |event| folds.committed(&thread, &event, limits));
                     // Once per thread: a second reload would find it gone
                     // and rewind its subscriptions to their floor.
                     if state.stale && !state.in_flight() && !stale.contains(&thread) {
@@ -294,6 +295,9 @@ impl Threads {
                 }
             }
             self.cache.trim(capacity, self.oldest_work(), &pinned);
+            let (cache, loading) = (&self.cache, &self.loading);
+            self.folds
+                .retain(|id| cache.knows(id) || loading.contains_key(id));
         }
         cx.metrics.thread_cache_entries = self.cache.len() as u64;
     }

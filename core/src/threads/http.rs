@@ -140,6 +140,7 @@ impl Threads {
             )),
             ([_], Method::Patch) => self.http_rename(cx, &caller, &thread()?, body),
             ([_, "events"], Method::Get) => self.history(&caller, &thread()?, &query),
+            ([_, "messages"], Method::Get) => self.messages(cx, &caller, &thread()?),
             ([_, "events"], Method::Post) => {
                 self.http_append(cx, &caller, &thread()?, request.idempotency_key, body)
             }
@@ -180,6 +181,7 @@ impl Threads {
                 []
                 | [_]
                 | [_, "events"]
+                | [_, "messages"]
                 | [_, "grants"]
                 | [_, "grants", _]
                 | [_, "participants"]

@@ -29,7 +29,9 @@ use crate::store::{ReadQuery, ThreadWrites};
 
 mod cache;
 mod commit;
+mod folds;
 mod http;
+mod messages;
 mod ops;
 mod query;
 mod rules;
@@ -48,6 +50,8 @@ use ws::conn::Sockets;
 pub(crate) struct Threads {
     admins: HashSet<PrincipalId>,
     cache: Cache,
+    /// The message folds of threads read through `/messages`.
+    folds: folds::Folds,
     sockets: Sockets,
     /// Who waits for each read in flight.
     reads: HashMap<ReadId, Waiter>,
@@ -77,6 +81,7 @@ impl Threads {
         Threads {
             admins: config.admins.iter().cloned().collect(),
             cache: Cache::default(),
+            folds: folds::Folds::default(),
             sockets: Sockets::default(),
             reads: HashMap::new(),
             next_read: 0,

@@ -174,10 +174,13 @@ impl ThreadState {
         self.commits.push_back((batch, self.decided()));
     }
 
-    /// Every batch up to `batch` is durable.
-    pub(crate) fn persisted(&mut self, batch: u64) {
+    /// Every batch up to `batch` is durable; `durable` gets each event that
+    /// became durable, in seq order.
+    pub(crate) fn persisted(&mut self, batch: u64, mut durable: impl FnMut(StoredEvent)) {
         while self.pending.front().is_some_and(|p| p.batch <= batch) {
-            self.pending.pop_front();
+            if let Some(pending) = self.pending.pop_front() {
+                durable(pending.event);
+            }
         }
         while let Some(&(b, at)) = self.commits.front() {
             if b > batch {
