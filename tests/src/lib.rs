@@ -32,6 +32,7 @@ mod proxy;
 pub mod pusher;
 mod server;
 pub mod threads;
+mod tls;
 mod ws;
 
 pub use binary::bubble_binary;
@@ -45,6 +46,7 @@ pub use jwks::{jwks_document, JwksServer, SigningKey};
 pub use jwt::{hmac_sha256_hex, sign_jwt, sign_jwt_with_header};
 pub use proxy::Proxy;
 pub use server::{Server, Store};
+pub use tls::{test_ca_der, TlsTerminator};
 /// A raw WebSocket message, for [`WsClient::send`].
 pub use tokio_tungstenite::tungstenite::Message;
 pub use ws::{WsClient, WsMessage};

@@ -59,6 +59,7 @@ mod error;
 mod model;
 mod options;
 mod thread;
+mod tls;
 mod transport;
 
 use std::hash::{BuildHasher as _, RandomState};
@@ -110,7 +111,7 @@ impl Client {
         options: Options,
     ) -> Result<Client, Error> {
         let tokens = tokens.into();
-        let transport = Transport::new(url, options.request_timeout)?;
+        let transport = Transport::new(url, &options)?;
         let token = match &tokens.refresh {
             Some(refresh) => refresh().await.or_else(|| tokens.token.clone()),
             None => tokens.token.clone(),

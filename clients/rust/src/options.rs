@@ -84,6 +84,12 @@ pub struct Options {
     /// The seed of the jitter and the idempotency keys (default: drawn from
     /// the operating system). Give every client a different one.
     pub seed: Option<u64>,
+    /// For `https://` servers: trust the operating system's root
+    /// certificates (default true).
+    pub system_roots: bool,
+    /// For `https://` servers: more root certificates to trust (DER), for
+    /// a private certificate authority or a self-signed server.
+    pub root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for Options {
@@ -93,6 +99,8 @@ impl Default for Options {
             backoff_cap: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
             seed: None,
+            system_roots: true,
+            root_certificates: Vec::new(),
         }
     }
 }

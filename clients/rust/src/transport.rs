@@ -1,5 +1,6 @@
-//! The bytes: the `/v1/ws` WebSocket and the threads HTTP API over plain
-//! HTTP/1.1. Decides nothing; every answer goes back to the core client.
+//! The bytes: the `/v1/ws` WebSocket and the threads HTTP API over
+//! HTTP/1.1, plain or TLS. Decides nothing; every answer goes back to the
+//! core client.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -8,15 +9,16 @@ use bubble_core::ThreadId;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::Uri;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
-use crate::{Error, Event, Page};
+use crate::{tls, Error, Event, Options, Page};
 
 /// An open `/v1/ws` connection.
 pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -32,7 +34,11 @@ pub(crate) struct Answer {
 pub(crate) struct Transport {
     /// `host:port` of the server.
     authority: String,
-    client: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    /// The server is reached over TLS (`https://`, `wss://`).
+    secure: bool,
+    /// The TLS configuration of both the WebSocket and HTTP connections.
+    tls: Arc<rustls::ClientConfig>,
+    client: hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
     /// The bearer for history reads: the token the client holds now.
     token: Arc<Mutex<Option<String>>>,
@@ -40,27 +46,32 @@ pub(crate) struct Transport {
 
 impl Transport {
     /// A transport to the server at `url`: its origin, `http://host:port`
-    /// (or `ws://host:port`).
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Transport, Error> {
+    /// or `https://host:port` (`ws://`, `wss://` alike).
+    pub(crate) fn new(url: &str, options: &Options) -> Result<Transport, Error> {
         let invalid = |why: &str| Error::InvalidUrl(format!("{url:?}: {why}"));
         let uri: Uri = url.parse().map_err(|_| invalid("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http" | "ws") => {}
-            Some("https" | "wss") => {
-                return Err(invalid(
-                    "TLS is not built in; reach the server over http:// (a local TLS proxy)",
-                ))
-            }
-            _ => return Err(invalid("expected http://host:port")),
-        }
+        let secure = match uri.scheme_str() {
+            Some("http" | "ws") => false,
+            Some("https" | "wss") => true,
+            _ => return Err(invalid("expected http://host:port or https://host:port")),
+        };
         let authority = uri.authority().ok_or_else(|| invalid("no host"))?;
         if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
             return Err(invalid("expected the server's origin, without a path"));
         }
+        let tls = tls::client_config(secure && options.system_roots, &options.root_certificates)?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(rustls::ClientConfig::clone(&tls))
+            .https_or_http()
+            .enable_http1()
+            .build();
         Ok(Transport {
             authority: authority.as_str().to_owned(),
-            client: hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http(),
-            timeout,
+            secure,
+            tls,
+            client: hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .build(connector),
+            timeout: options.request_timeout,
             token: Arc::default(),
         })
     }
@@ -80,7 +91,8 @@ impl Transport {
     /// Opens `/v1/ws`, authenticated with `Authorization: Bearer`.
     pub(crate) async fn open_socket(&self, token: Option<String>) -> Result<Socket, Error> {
         let network = |e: &dyn std::fmt::Display| Error::Network(e.to_string());
-        let mut request = format!("ws://{}/v1/ws", self.authority)
+        let scheme = if self.secure { "wss" } else { "ws" };
+        let mut request = format!("{scheme}://{}/v1/ws", self.authority)
             .into_client_request()
             .map_err(|e| network(&e))?;
         if let Some(token) = token {
@@ -88,7 +100,12 @@ impl Transport {
                 HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| network(&e))?;
             request.headers_mut().insert("authorization", bearer);
         }
-        let connect = tokio_tungstenite::connect_async(request);
+        let connect = tokio_tungstenite::connect_async_tls_with_config(
+            request,
+            None,
+            false,
+            Some(Connector::Rustls(self.tls.clone())),
+        );
         match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok((socket, _response))) => Ok(socket),
             Ok(Err(e)) => Err(network(&e)),
@@ -144,7 +161,8 @@ impl Transport {
     }
 
     fn uri(&self, path: &str) -> String {
-        format!("http://{}{path}", self.authority)
+        let scheme = if self.secure { "https" } else { "http" };
+        format!("{scheme}://{}{path}", self.authority)
     }
 
     async fn send(
@@ -164,7 +182,7 @@ impl Transport {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| Error::Network(e.to_string()))?;
+                .map_err(|e| Error::Network(with_causes(&e)))?;
             let status = response.status().as_u16();
             let body = response
                 .into_body()
@@ -181,6 +199,19 @@ impl Transport {
             .await
             .map_err(|_| Error::Network("no answer in time".into()))?
     }
+}
+
+/// `error` and its causes, outermost first ("client error (Connect): invalid
+/// peer certificate: UnknownIssuer").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 /// The error of a `{ "error": { "code", "message" } }` body.
@@ -202,8 +233,8 @@ fn server_error(body: &Value) -> Error {
 mod tests {
     use super::*;
 
-    fn authority(url: &str) -> Result<String, Error> {
-        Transport::new(url, Duration::from_secs(1)).map(|t| t.authority)
+    fn authority(url: &str) -> Result<(String, bool), Error> {
+        Transport::new(url, &Options::default()).map(|t| (t.authority, t.secure))
     }
 
     #[test]
@@ -213,15 +244,24 @@ mod tests {
             "http://127.0.0.1:3000/",
             "ws://127.0.0.1:3000",
         ] {
-            assert_eq!(authority(url), Ok("127.0.0.1:3000".into()), "{url}");
+            assert_eq!(
+                authority(url),
+                Ok(("127.0.0.1:3000".into(), false)),
+                "{url}"
+            );
         }
         assert_eq!(
             authority("http://bubble.internal"),
-            Ok("bubble.internal".into())
+            Ok(("bubble.internal".into(), false))
         );
+        for url in ["https://bubble.example.com", "wss://bubble.example.com"] {
+            assert_eq!(
+                authority(url),
+                Ok(("bubble.example.com".into(), true)),
+                "{url}"
+            );
+        }
         for url in [
-            "https://bubble.example.com",
-            "wss://bubble.example.com",
             "ftp://host",
             "127.0.0.1:3000",
             "http://host/prefix",
