@@ -14,7 +14,7 @@ use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::HttpResponse;
 use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
-use crate::ids::{ConnId, Millis, ThreadId};
+use crate::ids::{ConnId, Millis, PrincipalId, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
@@ -42,7 +42,7 @@ pub struct Engine {
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
     heartbeats: Heartbeats,
-    http_rates: HttpRates,
+    http_rates: HttpRates<PrincipalId>,
     principal_conns: PrincipalConns,
     out: Outbox,
     ids: IdGen,
@@ -101,7 +101,7 @@ impl Engine {
         channels: &mut Channels,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
-        http_rates: &mut HttpRates,
+        http_rates: &mut HttpRates<PrincipalId>,
         principal_conns: &mut PrincipalConns,
         auth: &Authenticator,
         input: Input<'_>,
@@ -169,11 +169,14 @@ impl Engine {
                         .and_then(|t| auth.authenticate(t, now));
                     let limits = cx.limits;
                     let refused = principal.as_ref().ok().and_then(|p| {
-                        http_rates.check(p, now, limits.http_rate, limits.http_rate_window_ms)
+                        http_rates
+                            .check(p, now, limits.http_rate, limits.http_rate_window_ms)
+                            .err()
                     });
                     match refused {
-                        Some(response) => {
+                        Some(limited) => {
                             cx.metrics.count_error(crate::ErrorCode::RateLimited);
+                            let response = limited.threads_response();
                             cx.out.push_unfenced(Output::Respond { req, response });
                         }
                         None => threads.http(cx, req, principal, &request),
