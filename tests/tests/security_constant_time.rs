@@ -22,8 +22,8 @@ fn strip(src: &str) -> String {
         let after_word = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
         if rest.starts_with("//") {
             i += rest.find('\n').unwrap_or(rest.len());
-        } else if rest.starts_with("/*") {
-            i += rest[2..].find("*/").map_or(rest.len(), |j| j + 4);
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            i += comment.find("*/").map_or(rest.len(), |j| j + 4);
             out.push(' ');
         } else if !after_word && (rest.starts_with("r\"") || rest.starts_with("r#")) {
             let hashes = rest[1..].bytes().take_while(|b| *b == b'#').count();

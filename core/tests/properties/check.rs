@@ -2,7 +2,6 @@
 //! connection's frames for every thread against what it should have seen.
 
 use proptest::prelude::*;
-use serde_json::Value;
 
 use crate::common::Resp;
 use crate::run::{Answer, Marker, Reopen, Run, Track};
@@ -28,7 +27,7 @@ fn page_fits(resp: &Resp, from: u64, limit: u64, lo: u64, runs: &[String]) -> bo
         // at `from` while appends not yet durable reach it.
         (
             from > lo,
-            next.is_null() || (*next == Value::from(from) && from <= hi),
+            next.is_null() || (next.as_u64() == Some(from) && from <= hi),
         )
     } else {
         // It stopped at `limit` or at a head between `lo` and `hi`; a page
@@ -36,7 +35,7 @@ fn page_fits(resp: &Resp, from: u64, limit: u64, lo: u64, runs: &[String]) -> bo
         let reached_head = last >= lo;
         (
             last <= hi && n <= limit && (n == limit || reached_head),
-            *next == Value::from(last + 1) || (next.is_null() && reached_head),
+            next.as_u64() == Some(last + 1) || (next.is_null() && reached_head),
         )
     };
     resp.status == 200 && contiguous && runs_match && bounded && next_ok
