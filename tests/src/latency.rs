@@ -37,6 +37,16 @@ const FACTOR: u32 = 20;
 /// stays far below it.
 const FLOOR: Duration = Duration::from_secs(1);
 
+/// The turn of the tests of one test binary that measure latency.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Waits for this test's turn among the tests of its binary that measure
+/// latency, and holds it while the guard lives: they run one at a time,
+/// so that no test's attack is another's baseline noise.
+pub async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    TURN.lock().await
+}
+
 /// How the probe appends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {

@@ -5,11 +5,12 @@
 //! on his own thread) times its append round trips before, during and
 //! after each attack, and the test asserts the generous bound of
 //! [`bubble_tests::latency`] (the one place these tests look at time; see
-//! that module for why).
+//! that module for why). The tests take turns, so that no attack is
+//! another test's baseline noise.
 
 mod channels_common;
 
-use bubble_tests::latency::{assert_served, Probe, Via, ROUND_TRIPS};
+use bubble_tests::latency::{self, assert_served, Probe, Via, ROUND_TRIPS};
 use bubble_tests::pusher::{signed, unix_now};
 use bubble_tests::threads::{
     append, create_thread, error_code, expect_event, run_started, subscribe,
@@ -40,6 +41,7 @@ async fn probe(server: &Server, via: Via) -> (Probe, bubble_tests::latency::Samp
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deeply_nested_and_oversized_json() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
     create_thread(&server.http(ALICE), "calm").await;
     let (probe, baseline) = probe(&server, Via::Http).await;
@@ -129,6 +131,7 @@ async fn raw_status(server: &Server, request: Vec<u8>) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_and_query_floods() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
     create_thread(&server.http(ALICE), "calm").await;
     append(&server.http(ALICE), "calm", &run_started("r")).await;
@@ -178,6 +181,7 @@ async fn header_and_query_floods() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn handshake_flood_with_bad_credentials() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
     let (probe, baseline) = probe(&server, Via::Http).await;
     let during = probe.during();
@@ -214,6 +218,7 @@ async fn handshake_flood_with_bad_credentials() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(
         "[limits]\nhttp_rate = 5\nhttp_rate_window_ms = 600000\n",
     ));
@@ -258,6 +263,7 @@ async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
 /// while another app and the threads API are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_app_http_rate_limit_answers_429_with_retry_after() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(
         "[[apps]]\nid = \"app-2\"\nkey = \"app-key-2\"\nsecret = \"app-secret-2\"\n\n[limits]\nhttp_rate = 4\nhttp_rate_window_ms = 600000\n",
     ));
@@ -352,6 +358,7 @@ async fn admitted(server: &Server, token: &str) -> Option<WsClient> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_limits_per_principal_and_global() {
+    let _turn = latency::turn().await;
     // Five sockets in all: the probe's, and four for the test.
     let server = Server::start(&config_with(
         "[limits]\nmax_connections_per_principal = 2\nmax_connections = 5\n",

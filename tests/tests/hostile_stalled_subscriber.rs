@@ -20,7 +20,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bubble_tests::latency::{assert_served, Probe, Via, ROUND_TRIPS};
+use bubble_tests::latency::{self, assert_served, Probe, Via, ROUND_TRIPS};
 use bubble_tests::threads::{create_thread, subscribe};
 use bubble_tests::{Server, WsClient, ALICE, DAVE, HANG_TIMEOUT};
 use channels_common::{backend, config_with, connect, events_path};
@@ -32,9 +32,6 @@ use serde_json::{json, Value};
 const PUSHED: usize = 64 << 20;
 /// The server's resident memory may grow by less than this over the push.
 const RSS_GROWTH_LIMIT: u64 = 40 << 20;
-
-/// One test at a time (each measures latency).
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn config() -> String {
     config_with("[limits]\noutbound_queue_frames = 256\nmax_publish_data_bytes = 65536\n")
@@ -91,7 +88,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stalled_threads_subscriber_is_closed_and_others_get_everything() {
-    let _turn = TURN.lock().await;
+    let _turn = latency::turn().await;
     let server = Server::start(&config());
     let alice = server.http(ALICE);
     create_thread(&alice, "live").await;
@@ -165,7 +162,7 @@ async fn a_stalled_threads_subscriber_is_closed_and_others_get_everything() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stalled_channel_subscriber_is_closed_and_others_get_everything() {
-    let _turn = TURN.lock().await;
+    let _turn = latency::turn().await;
     let server = Server::start(&config());
     let mut stalled = connect(&server).await;
     channels_common::subscribe(&mut stalled.ws, "live").await;
