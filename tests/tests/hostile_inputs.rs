@@ -307,7 +307,11 @@ async fn per_app_http_rate_limit_answers_429_with_retry_after() {
             )
             .await;
         assert_eq!(res.status, 429, "{}", res.text());
-        assert_eq!(res.json()["code"], "rate_limited", "{}", res.text());
+        assert_eq!(
+            res.json(),
+            serde_json::json!({"error": "Too many requests: at most 4 per 600000 ms for one app.",
+                               "code": "rate_limited"})
+        );
         let retry: u64 = res
             .header("retry-after")
             .and_then(|v| v.parse().ok())
@@ -325,6 +329,10 @@ async fn per_app_http_rate_limit_answers_429_with_retry_after() {
     )
     .await;
     assert_eq!(res.status, 429, "{}", res.text());
+    assert_eq!(
+        res.text(),
+        "Too many requests: at most 4 per 600000 ms for one app."
+    );
     assert!(res.header("retry-after").is_some(), "Retry-After");
     // Another app is served, and the subscriber got the four accepted ones.
     let (status, body) = server
