@@ -2,8 +2,8 @@
 # Runs every fuzz target (fuzz/, cargo-fuzz + libFuzzer) for a bounded time
 # and fails on the first crash, panic or broken invariant.
 # Usage: scripts/fuzz.sh [TARGET...]
-#   FUZZ_SECS  seconds per target (default 20); the long mode is
-#              FUZZ_SECS=600 scripts/fuzz.sh
+#   FUZZ_SECS  seconds per target (default 30: six targets, three minutes of
+#              the test command); the long mode is FUZZ_SECS=600 scripts/fuzz.sh
 #
 # Each target starts from its committed seed corpus (fuzz/seeds/TARGET) and
 # grows a working corpus in a temp dir, so the seeds are never rewritten.
@@ -15,14 +15,20 @@
 # pass the unstable flags it needs. The code under test forbids unsafe code,
 # so no sanitizer is used (-s none): a bug shows as a panic, which libFuzzer
 # catches; debug assertions (-a) turn arithmetic overflows into panics too.
+#
+# This is the test command's one instrumented build (fuzz/target, release
+# with coverage instrumentation): libFuzzer is guided by that coverage, so
+# the build cannot be the test command's debug one, and config_file parses
+# with the server crate, so the server's code is in it. It is built once for
+# every target and kept in fuzz/target, so a second run only relinks.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 export RUSTC_BOOTSTRAP=1
 
-secs="${FUZZ_SECS:-20}"
+secs="${FUZZ_SECS:-30}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ws_frames pubb_commands http_api jwt config_file)
+  targets=(ws_frames pubb_commands http_api jwt sim_steps config_file)
 fi
 
 work="$(mktemp -d)"

@@ -14,7 +14,7 @@ use crate::heartbeat::{Beat, Heartbeats};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
-use crate::ids::{ConnId, Millis, RequestId, ThreadId};
+use crate::ids::{ConnId, Millis, PrincipalId, RequestId, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
@@ -23,7 +23,7 @@ use crate::threads::Threads;
 /// What a `/v1/threads…` request is decided with.
 struct ThreadsApi<'a> {
     threads: &'a mut Threads,
-    http_rates: &'a mut HttpRates,
+    http_rates: &'a mut HttpRates<PrincipalId>,
 }
 
 /// What opening a `/v1/ws` socket needs to know.
@@ -76,7 +76,7 @@ pub struct Engine {
     channels: Channels,
     conns: HashMap<ConnId, ConnKind>,
     heartbeats: Heartbeats,
-    http_rates: HttpRates,
+    http_rates: HttpRates<PrincipalId>,
     principal_conns: PrincipalConns,
     out: Outbox,
     ids: IdGen,
@@ -138,7 +138,7 @@ impl Engine {
         channels: &mut Channels,
         conns: &mut HashMap<ConnId, ConnKind>,
         heartbeats: &mut Heartbeats,
-        http_rates: &mut HttpRates,
+        http_rates: &mut HttpRates<PrincipalId>,
         principal_conns: &mut PrincipalConns,
         auth: &mut Auth,
         input: Input<'_>,
@@ -324,10 +324,12 @@ impl Engine {
         let refused = principal.as_ref().ok().and_then(|p| {
             api.http_rates
                 .check(p, cx.now, limits.http_rate, limits.http_rate_window_ms)
+                .err()
         });
         match refused {
-            Some(response) => {
+            Some(limited) => {
                 cx.metrics.count_error(crate::ErrorCode::RateLimited);
+                let response = limited.threads_response();
                 cx.out.push_unfenced(Output::Respond { req, response });
             }
             None => api.threads.http(cx, req, principal, request),
@@ -403,7 +405,7 @@ impl Engine {
         cx: &mut Ctx<'_>,
         threads: &mut Threads,
         conns: &HashMap<ConnId, ConnKind>,
-        http_rates: &mut HttpRates,
+        http_rates: &mut HttpRates<PrincipalId>,
         principal_conns: &mut PrincipalConns,
         auth: &mut Auth,
         waiters: Vec<Waiter>,

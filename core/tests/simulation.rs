@@ -47,6 +47,32 @@ fn a_seed_replays_exactly() {
     }
 }
 
+/// Runs decoded from bytes (what the `sim_steps` fuzz target feeds the
+/// simulator) are runs like any other: the same bytes decode to the same
+/// steps, and a few hundred pseudo-random byte strings keep every
+/// invariant.
+#[test]
+fn runs_decoded_from_bytes_keep_every_invariant() {
+    assert!(sim::steps_from_bytes(&[]).is_empty());
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next_byte = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state.to_le_bytes()[3]
+    };
+    for case in 0..200u64 {
+        let bytes: Vec<u8> = (0..case * 17 % 3_000).map(|_| next_byte()).collect();
+        let steps = sim::steps_from_bytes(&bytes);
+        assert_eq!(steps, sim::steps_from_bytes(&bytes));
+        assert!(steps.len() <= sim::MAX_BYTE_STEPS);
+        assert!(bytes.len() < 8 || !steps.is_empty());
+        if let Err((at, message)) = sim::replay(case, &steps) {
+            panic!("bytes of case {case}: step {at}: {message}\n{steps:?}");
+        }
+    }
+}
+
 #[test]
 fn a_kept_subset_of_a_run_is_a_run() {
     let kept = [3, 17, 40, 41, 42, 99];

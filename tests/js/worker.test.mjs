@@ -1,5 +1,7 @@
 // The worker module on its own: the edge entry point configured from `env`,
-// a slow consumer closed as the core's edge decides, and the storage the
+// a slow consumer closed as the core's edge decides (a backlog overflowing
+// its queue, and a reader that stops reading during live traffic while
+// another reads everything), and the storage the
 // host supplies ("acknowledged means durable"; a new engine over the same
 // storage has the history; reads answered in any order change nothing; a
 // refused group is decided again; a failed read answers `internal`).
@@ -88,6 +90,66 @@ test('a slow consumer gets what its queue held, never the frame that overflowed 
     frames.map((f) => f.event?.seq ?? f.type),
     ['thread.subscription_opened', 1, 2, 3],
   );
+});
+
+test('a reader that stops reading during live traffic is closed with 1013; another gets every seq once', { timeout: 120_000 }, async (t) => {
+  // Both subscribe before any event exists, so everything is live traffic.
+  // The stalled socket stops reading: the kernel buffers fill (a few MB on
+  // loopback: a receive buffer that is not read from does not grow), the
+  // Node host's writes stop completing, its queue of 16 frames fills and
+  // the core's edge decides the close (1013). The reader never falls
+  // behind. The stalled socket reads again as soon as the push ends: `ws`
+  // waits 30 s for the peer's answer to its close before it drops the
+  // connection, and the close must be read before that.
+  const host = await startWorker({ ...CONFIG, limits: { outbound_queue_frames: 16 } });
+  t.after(() => host.stop());
+  const alice = TOKENS.alice;
+  await http(host.url, 'POST', '/v1/threads', { token: alice, body: { threadId: 'live-1' } });
+  const open = async () => {
+    const ws = await WsClient.connect(`${wsBase(host.url)}/v1/ws`, { token: alice });
+    ws.send({ type: 'thread.subscribe', threadId: 'live-1' });
+    assert.deepEqual(await ws.next(), { type: 'thread.subscription_opened', threadId: 'live-1', throughSeq: 0 });
+    return ws;
+  };
+  const stalled = await open();
+  const reader = await open();
+  stalled.pause();
+
+  // 400 events of 32 KiB: 12.5 MiB, far more than the loopback socket
+  // buffers of the stalled reader hold.
+  const EVENTS = 400;
+  const delta = 'x'.repeat(32 * 1024);
+  let next = 1;
+  const appender = async () => {
+    while (next <= EVENTS) {
+      const i = next;
+      next += 1;
+      const body = { type: 'message_part', runId: 'r', version: 'ai-sdk-v6', part: { type: 'text-delta', id: `p-${i}`, delta } };
+      const res = await http(host.url, 'POST', '/v1/threads/live-1/events', { token: alice, body });
+      assert.equal(res.status, 201);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, appender));
+  stalled.resume();
+
+  const seen = [];
+  while (seen.length < EVENTS) seen.push((await reader.next()).event.seq);
+  assert.deepEqual(seen, Array.from({ length: EVENTS }, (_, i) => i + 1), 'the reader got every seq once, in order');
+
+  const { code, frames } = await stalled.closeCode();
+  assert.equal(code, 1013);
+  const got = frames.map((f) => f.event.seq);
+  assert.deepEqual(got, got.map((_, i) => i + 1), 'the stalled reader got a gapless prefix');
+  assert.ok(got.length < EVENTS, `closed before the end (${got.length} of ${EVENTS})`);
+  t.diagnostic(`stalled reader: ${got.length} of ${EVENTS} events before its close (1013)`);
+
+  // The host goes on: a new subscriber catches up from where the stalled one stopped.
+  const again = await WsClient.connect(`${wsBase(host.url)}/v1/ws`, { token: alice });
+  again.send({ type: 'thread.subscribe', threadId: 'live-1', fromSeq: got.length + 1 });
+  assert.equal((await again.next()).throughSeq, EVENTS);
+  assert.equal((await again.next()).event.seq, got.length + 1);
+  again.close();
+  reader.close();
 });
 
 test('answers wait for the storage, and a new engine over it has the history', async () => {

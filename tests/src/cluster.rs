@@ -59,6 +59,8 @@ pub struct Deployment {
     postgres: String,
     broker: Option<String>,
     nodes: u32,
+    /// A role of the deployment's own, dropped with it.
+    role: Option<String>,
 }
 
 fn unique_suffix() -> String {
@@ -82,7 +84,25 @@ impl Deployment {
             schema,
             broker,
             nodes: 0,
+            role: None,
         }
+    }
+
+    /// Nodes connect as a login role of the deployment's own whose
+    /// password is `password`: their `--store` URL carries it in its
+    /// userinfo (`postgres://role:password@host/db`).
+    pub fn with_own_role(mut self, password: &str) -> Deployment {
+        let role = format!("{}_role", self.schema);
+        admin_sql(&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD '{password}'; \
+             DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO {role}', current_database()); END $$;"
+        ));
+        let url = postgres_url();
+        let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+        let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+        self.postgres = format!("{scheme}://{role}:{password}@{host}?schema={}", self.schema);
+        self.role = Some(role);
+        self
     }
 
     /// Reaches PostgreSQL through `addr` (a [`crate::Proxy`] in front of it).
@@ -129,6 +149,15 @@ impl Deployment {
     /// (store answering, broker subscribed).
     pub fn node(&mut self, config_toml: &str) -> Server {
         let server = Server::start_with_store(config_toml, Store::Node(self.spec()));
+        wait_ready(&server);
+        server
+    }
+
+    /// Like [`Deployment::node`], logging at `RUST_LOG=filter` (see
+    /// [`Server::logs`]).
+    pub fn node_logging(&mut self, config_toml: &str, filter: &str) -> Server {
+        let spec = Store::Node(self.spec());
+        let server = Server::start_with(config_toml, spec, Some(filter.to_owned()));
         wait_ready(&server);
         server
     }
@@ -188,12 +217,31 @@ impl Default for Deployment {
     }
 }
 
+/// Runs `statements` as the machine's PostgreSQL user; panics on failure.
+fn admin_sql(statements: &str) {
+    let out = Command::new("psql")
+        .arg(postgres_url())
+        .args(["-qtAX", "-v", "ON_ERROR_STOP=1", "-c", statements])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 impl Drop for Deployment {
     fn drop(&mut self) {
+        let mut statements = format!("DROP SCHEMA IF EXISTS {} CASCADE;", self.schema);
+        if let Some(role) = &self.role {
+            statements.push_str(&format!(
+                " DROP OWNED BY {role}; DROP ROLE IF EXISTS {role};"
+            ));
+        }
         let _ = Command::new("psql")
             .arg(postgres_url())
-            .args(["-qtAX", "-c"])
-            .arg(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))
+            .args(["-qtAX", "-c", &statements])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

@@ -19,7 +19,9 @@
 //! ```
 //!
 //! Every wait has a generous hang timeout ([`HANG_TIMEOUT`]) so that a bug
-//! fails the test instead of freezing it; no helper measures speed.
+//! fails the test instead of freezing it. Only [`latency`] measures time:
+//! the hostile tests use it to show that an attack does not starve the
+//! other clients (its docs say why that is the one place).
 
 mod binary;
 mod cluster;
@@ -28,6 +30,7 @@ pub mod crash;
 mod http;
 mod jwks;
 mod jwt;
+pub mod latency;
 mod proxy;
 pub mod pusher;
 mod server;
@@ -53,8 +56,9 @@ pub use ws::{WsClient, WsMessage};
 
 use std::time::Duration;
 
-/// How long any single wait may take before the test fails as hung. Tests
-/// never assert on elapsed time; this only turns a hang into a failure.
+/// How long any single wait may take before the test fails as hung. It
+/// only turns a hang into a failure; apart from the bounds of [`latency`],
+/// tests never assert on elapsed time.
 pub const HANG_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The Unix time in seconds (for JWT `exp` claims).

@@ -60,7 +60,11 @@ impl Server {
         Server::start_with(config_toml, Store::Sqlite, Some(filter.to_owned()))
     }
 
-    fn start_with(config_toml: &str, store: Store, log_filter: Option<String>) -> Server {
+    pub(crate) fn start_with(
+        config_toml: &str,
+        store: Store,
+        log_filter: Option<String>,
+    ) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("bubble-test-")
             .tempdir()

@@ -6,6 +6,10 @@
 //! have no gap and no keyed append is stored twice.
 //!
 //! `BUBBLE_CLUSTER_CRASH_CYCLES` sets the number of cycles (default 20).
+//! The node killed in each cycle, and the pause before the kill, are drawn
+//! from a seeded generator: `BUBBLE_CLUSTER_CRASH_SEED` (default 1) picks
+//! the sequence, and the test prints the seed it ran with, so a failing
+//! sequence can be run again.
 
 use bubble_tests::crash::{spawn_clients, verify, wind_down, Shared};
 use bubble_tests::threads::create_thread;
@@ -15,11 +19,29 @@ const THREADS: [&str; 2] = ["cluster-a", "cluster-b"];
 /// Acknowledgements to wait for between two faults.
 const ACKS_PER_CYCLE: u64 = 6;
 
-fn cycles() -> u64 {
-    std::env::var("BUBBLE_CLUSTER_CRASH_CYCLES")
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
+        .unwrap_or(default)
+}
+
+/// The crash loop's generator (SplitMix64): the same seed draws the same
+/// victims and pauses.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
 }
 
 fn wait_for_acks(shared: &Shared, more: u64, cycle: u64) {
@@ -34,13 +56,22 @@ fn wait_for_acks(shared: &Shared, more: u64, cycle: u64) {
     }
 }
 
-/// Kills node `cycle % 2` and restarts it, restarting Redis every fifth
-/// cycle while the node is down.
-fn crash_loop(nodes: &mut [Server; 2], redis: &mut OwnRedis, shared: &Shared, cycles: u64) {
+/// Kills a node drawn from `draws` after a drawn pause and restarts it,
+/// restarting Redis every fifth cycle while the node is down. Returns how
+/// many times each node was killed.
+fn crash_loop(
+    nodes: &mut [Server; 2],
+    redis: &mut OwnRedis,
+    shared: &Shared,
+    cycles: u64,
+    draws: &mut Draws,
+) -> [u64; 2] {
+    let mut kills = [0; 2];
     for cycle in 0..cycles {
         wait_for_acks(shared, ACKS_PER_CYCLE, cycle);
-        let victim = usize::try_from(cycle % 2).expect("0 or 1");
-        std::thread::sleep(std::time::Duration::from_micros((cycle * 7919) % 4000));
+        let victim = usize::try_from(draws.below(2)).expect("0 or 1");
+        kills[victim] += 1;
+        std::thread::sleep(std::time::Duration::from_micros(draws.below(4000)));
         nodes[victim].kill9();
         if cycle % 5 == 4 {
             redis.restart();
@@ -49,6 +80,7 @@ fn crash_loop(nodes: &mut [Server; 2], redis: &mut OwnRedis, shared: &Shared, cy
         wait_ready(&nodes[victim]);
         shared.set_addr(victim, nodes[victim].addr());
     }
+    kills
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -62,23 +94,31 @@ async fn acknowledged_events_survive_node_kills_and_redis_restarts() {
     let shared = Shared::new(nodes.iter().map(Server::addr).collect());
     let clients = spawn_clients(&shared, &THREADS);
 
-    let cycles = cycles();
+    let cycles = env_or("BUBBLE_CLUSTER_CRASH_CYCLES", 20);
+    let seed = env_or("BUBBLE_CLUSTER_CRASH_SEED", 1);
     let loop_shared = shared.clone();
-    let (nodes, _redis) = tokio::task::spawn_blocking(move || {
-        crash_loop(&mut nodes, &mut redis, &loop_shared, cycles);
-        (nodes, redis)
+    let (nodes, _redis, kills) = tokio::task::spawn_blocking(move || {
+        let mut draws = Draws(seed);
+        let kills = crash_loop(&mut nodes, &mut redis, &loop_shared, cycles, &mut draws);
+        (nodes, redis, kills)
     })
     .await
     .expect("crash loop");
 
     let seen = wind_down(&shared, clients).await;
     // Both nodes read the same history.
-    let stored = verify(&nodes[0].http(ALICE), &THREADS, &seen).await;
-    assert_eq!(verify(&nodes[1].http(ALICE), &THREADS, &seen).await, stored);
-    assert!(seen.acked.len() as u64 >= cycles * ACKS_PER_CYCLE);
+    let found = verify(&nodes[0].http(ALICE), &THREADS, &seen).await;
+    assert_eq!(verify(&nodes[1].http(ALICE), &THREADS, &seen).await, found);
     eprintln!(
-        "cluster crash loop: {cycles} node kills, {} Redis restarts, {} acknowledged, {stored} stored, 0 lost",
+        "cluster crash loop (seed {seed}): {cycles} node kills ({} of node 0, {} of node 1), {} Redis restarts, {} acknowledged, {} delivered, {} stored, {} lost",
+        kills[0],
+        kills[1],
         cycles / 5,
-        seen.acked.len()
+        seen.acked.len(),
+        seen.delivered.len(),
+        found.stored,
+        found.lost
     );
+    assert_eq!(found.lost, 0, "acknowledged events lost");
+    assert!(seen.acked.len() as u64 >= cycles * ACKS_PER_CYCLE);
 }

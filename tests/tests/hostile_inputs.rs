@@ -1,13 +1,23 @@
 //! Hostile inputs: deeply nested and oversized JSON, header and query
-//! floods, handshake floods with bad credentials. Each gets its exact
-//! answer, and the server goes on serving a well-behaved client throughout.
+//! floods, handshake floods with bad credentials, clients past the rate and
+//! connection limits. Each gets its exact answer, and the server goes on
+//! serving a well-behaved client within its normal latency: a probe (dave,
+//! on his own thread) times its append round trips before, during and
+//! after each attack, and the test asserts the generous bound of
+//! [`bubble_tests::latency`] (the one place these tests look at time; see
+//! that module for why). The tests take turns, so that no attack is
+//! another test's baseline noise.
 
 mod channels_common;
 
+use bubble_tests::latency::{self, assert_served, Probe, Via, ROUND_TRIPS};
+use bubble_tests::pusher::{signed, unix_now};
 use bubble_tests::threads::{
     append, create_thread, error_code, expect_event, run_started, subscribe,
 };
-use bubble_tests::{raw_request, Server, WsClient, ALICE, BOB, HANG_TIMEOUT};
+use bubble_tests::{
+    raw_request, Server, WsClient, ALICE, APP_ID, APP_KEY, APP_SECRET, BOB, DAVE, HANG_TIMEOUT,
+};
 use channels_common::{backend, config_with, connect, events_path};
 
 fn nested(depth: usize) -> String {
@@ -22,25 +32,20 @@ fn nested_event(depth: usize) -> String {
     )
 }
 
-/// alice appends and her subscriber receives it: the server still serves.
-async fn still_serving(server: &Server, ws: &mut WsClient, seq: &mut u64) {
-    append(&server.http(ALICE), "calm", &run_started("r")).await;
-    *seq += 1;
-    expect_event(ws, "calm", *seq).await;
-}
-
-async fn calm_subscriber(server: &Server) -> WsClient {
-    create_thread(&server.http(ALICE), "calm").await;
-    let mut ws = server.ws(ALICE).await;
-    subscribe(&mut ws, "calm", None).await;
-    ws
+/// dave's probe on his thread `probe`, with its baseline measured.
+async fn probe(server: &Server, via: Via) -> (Probe, bubble_tests::latency::Samples) {
+    let mut probe = Probe::start(server, DAVE, "probe", via).await;
+    let baseline = probe.measure(ROUND_TRIPS).await;
+    (probe, baseline)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deeply_nested_and_oversized_json() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
-    let mut calm = calm_subscriber(&server).await;
-    let mut seq = 0;
+    create_thread(&server.http(ALICE), "calm").await;
+    let (probe, baseline) = probe(&server, Via::Http).await;
+    let during = probe.during();
     let alice = server.http(ALICE);
     let json_type = [("content-type", "application/json")];
 
@@ -73,7 +78,6 @@ async fn deeply_nested_and_oversized_json() {
             "publish depth {depth}: {}",
             res.text()
         );
-        still_serving(&server, &mut calm, &mut seq).await;
     }
     // Past the body limit, nested or not.
     for body in [
@@ -112,7 +116,9 @@ async fn deeply_nested_and_oversized_json() {
     let mut socket = connect(&server).await;
     socket.ws.send_text(&nested(5_000)).await;
     channels_common::subscribe(&mut socket.ws, "news").await;
-    still_serving(&server, &mut calm, &mut seq).await;
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("nested and oversized JSON", &baseline, &during, &after);
 }
 
 /// Status of a raw request.
@@ -125,9 +131,12 @@ async fn raw_status(server: &Server, request: Vec<u8>) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_and_query_floods() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
-    let mut calm = calm_subscriber(&server).await;
-    let mut seq = 0;
+    create_thread(&server.http(ALICE), "calm").await;
+    append(&server.http(ALICE), "calm", &run_started("r")).await;
+    let (probe, baseline) = probe(&server, Via::Http).await;
+    let during = probe.during();
 
     let request = |target: &str, headers: &str| {
         format!(
@@ -146,7 +155,6 @@ async fn header_and_query_floods() {
         raw_status(&server, request("/v1/threads/calm", &huge)).await,
         431
     );
-    still_serving(&server, &mut calm, &mut seq).await;
 
     // A query of 5,000 parameters is read whole (the last value wins).
     let flood: String = (0..5_000).map(|i| format!("&p{i}=v")).collect();
@@ -166,14 +174,17 @@ async fn header_and_query_floods() {
     let target = format!("/v1/threads/calm/events?fromSeq=1&p={}", "q".repeat(70_000));
     let status = raw_status(&server, request(&target, "")).await;
     assert!(status == 414 || status == 431, "{status}");
-    still_serving(&server, &mut calm, &mut seq).await;
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("header and query floods", &baseline, &during, &after);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn handshake_flood_with_bad_credentials() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(""));
-    let mut calm = calm_subscriber(&server).await;
-    let mut seq = 0;
+    let (probe, baseline) = probe(&server, Via::Http).await;
+    let during = probe.during();
     let mut floods = Vec::new();
     for i in 0..200 {
         let threads_url = server.ws_url(&format!("/v1/ws?access_token=bad-{i}"));
@@ -193,9 +204,6 @@ async fn handshake_flood_with_bad_credentials() {
                 Ok(mut ws) => panic!("a bad app key upgraded: {:?}", ws.recv().await),
             }
         }));
-        if i % 50 == 0 {
-            still_serving(&server, &mut calm, &mut seq).await;
-        }
     }
     for flood in floods {
         tokio::time::timeout(HANG_TIMEOUT, flood)
@@ -203,14 +211,19 @@ async fn handshake_flood_with_bad_credentials() {
             .expect("no hang")
             .expect("flood client");
     }
-    still_serving(&server, &mut calm, &mut seq).await;
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("handshake flood", &baseline, &during, &after);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
+    let _turn = latency::turn().await;
     let server = Server::start(&config_with(
         "[limits]\nhttp_rate = 5\nhttp_rate_window_ms = 600000\n",
     ));
+    // The probe appends over its socket: the HTTP budget is bob's and alice's.
+    let (probe, baseline) = probe(&server, Via::Socket).await;
     let mut calm = {
         let mut ws = server.ws(ALICE).await;
         create_thread(&server.http(BOB), "calm").await;
@@ -218,13 +231,14 @@ async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
         subscribe(&mut ws, "calm", None).await;
         ws
     };
+    let during = probe.during();
     let alice = server.http(ALICE);
     // Within the window: five requests, then every further one is refused.
     for i in 0..5 {
         let (status, body) = alice.get("/v1/threads").await;
         assert_eq!(status, 200, "request {i}: {body}");
     }
-    for _ in 0..3 {
+    for _ in 0..200 {
         let res = alice.request("GET", "/v1/threads", &[], Vec::new()).await;
         assert_eq!(res.status, 429, "{}", res.text());
         error_code(&res.json(), "rate_limited");
@@ -238,6 +252,101 @@ async fn per_principal_http_rate_limit_answers_429_with_retry_after() {
     let bob = server.http(BOB);
     append(&bob, "calm", &run_started("r")).await;
     expect_event(&mut calm, "calm", 1).await;
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("threads API over its rate", &baseline, &during, &after);
+}
+
+/// The channels APIs count each app's requests (`/api/apps/:id/…` and
+/// Pusher's signed `/apps/:id/…` together), after its secret or signature
+/// was checked: the one past `http_rate` gets `429` with `Retry-After`,
+/// while another app and the threads API are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_app_http_rate_limit_answers_429_with_retry_after() {
+    let _turn = latency::turn().await;
+    let server = Server::start(&config_with(
+        "[[apps]]\nid = \"app-2\"\nkey = \"app-key-2\"\nsecret = \"app-secret-2\"\n\n[limits]\nhttp_rate = 4\nhttp_rate_window_ms = 600000\n",
+    ));
+    let (probe, baseline) = probe(&server, Via::Socket).await;
+    let mut subscriber = connect(&server).await;
+    channels_common::subscribe(&mut subscriber.ws, "news").await;
+    let during = probe.during();
+    let publication = serde_json::json!({"channel": "news", "name": "n", "data": "{}"});
+    // A wrong secret is refused before it counts.
+    let (status, _) = server
+        .http("wrong")
+        .post(&events_path(), &publication)
+        .await;
+    assert_eq!(status, 401);
+    let app = backend(&server);
+    for i in 0..3 {
+        let (status, body) = app.post(&events_path(), &publication).await;
+        assert_eq!(status, 202, "publish {i}: {body}");
+    }
+    // The Pusher API shares the app's budget: its fourth request fits.
+    let pusher_path = format!("/apps/{APP_ID}/events");
+    let pusher_body = br#"{"name":"n","channel":"news","data":"{}"}"#;
+    let res = signed(
+        &server,
+        (APP_KEY, APP_SECRET),
+        "POST",
+        &pusher_path,
+        &[],
+        pusher_body,
+        unix_now(),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    for _ in 0..100 {
+        let res = app
+            .request(
+                "POST",
+                &events_path(),
+                &[("content-type", "application/json")],
+                publication.to_string().into_bytes(),
+            )
+            .await;
+        assert_eq!(res.status, 429, "{}", res.text());
+        assert_eq!(
+            res.json(),
+            serde_json::json!({"error": "Too many requests: at most 4 per 600000 ms for one app.",
+                               "code": "rate_limited"})
+        );
+        let retry: u64 = res
+            .header("retry-after")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After in seconds");
+        assert!((1..=600).contains(&retry), "{retry}");
+    }
+    let res = signed(
+        &server,
+        (APP_KEY, APP_SECRET),
+        "POST",
+        &pusher_path,
+        &[],
+        pusher_body,
+        unix_now(),
+    )
+    .await;
+    assert_eq!(res.status, 429, "{}", res.text());
+    assert_eq!(
+        res.text(),
+        "Too many requests: at most 4 per 600000 ms for one app."
+    );
+    assert!(res.header("retry-after").is_some(), "Retry-After");
+    // Another app is served, and the subscriber got the four accepted ones.
+    let (status, body) = server
+        .http("app-secret-2")
+        .post("/api/apps/app-2/events", &publication)
+        .await;
+    assert_eq!(status, 202, "{body}");
+    for _ in 0..4 {
+        let (channel, name, _) = channels_common::recv_event(&mut subscriber.ws).await;
+        assert_eq!((channel.as_str(), name.as_str()), ("news", "n"));
+    }
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("channels API over its rate", &baseline, &during, &after);
 }
 
 /// Opens `/v1/ws` as `token` and tells whether it was admitted: a refused
@@ -257,36 +366,47 @@ async fn admitted(server: &Server, token: &str) -> Option<WsClient> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_limits_per_principal_and_global() {
+    let _turn = latency::turn().await;
+    // Five sockets in all: the probe's, and four for the test.
     let server = Server::start(&config_with(
-        "[limits]\nmax_connections_per_principal = 2\nmax_connections = 4\n",
+        "[limits]\nmax_connections_per_principal = 2\nmax_connections = 5\n",
     ));
+    let (probe, baseline) = probe(&server, Via::Http).await;
     create_thread(&server.http(BOB), "calm").await;
     bubble_tests::threads::grant(&server.http(BOB), "calm", "alice", "reader").await;
+    let during = probe.during();
 
     // Per principal: alice's third socket is refused, bob still gets his.
     let first = admitted(&server, ALICE).await.expect("alice 1");
     let _second = admitted(&server, ALICE).await.expect("alice 2");
-    assert!(admitted(&server, ALICE).await.is_none(), "alice 3");
+    for _ in 0..50 {
+        assert!(admitted(&server, ALICE).await.is_none(), "alice 3");
+    }
     let mut bob = admitted(&server, BOB).await.expect("bob 1");
 
-    // Global, both protocols: a fourth socket fits, a fifth is refused.
+    // Global, both protocols: a fifth socket fits, a sixth is refused.
     let _socket = connect(&server).await;
     let url = server.ws_url(&format!(
         "/socket?appKey={}&protocol=2",
         bubble_tests::APP_KEY
     ));
-    match WsClient::connect(&url, None).await {
-        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
-            assert_eq!(response.status().as_u16(), 503);
-            assert!(response.headers().contains_key("retry-after"));
+    for _ in 0..50 {
+        match WsClient::connect(&url, None).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status().as_u16(), 503);
+                assert!(response.headers().contains_key("retry-after"));
+            }
+            other => panic!("expected 503, got {:?}", other.map(|_| "a socket")),
         }
-        other => panic!("expected 503, got {:?}", other.map(|_| "a socket")),
     }
-    assert!(admitted(&server, BOB).await.is_none(), "bob 2, the fifth");
+    assert!(admitted(&server, BOB).await.is_none(), "bob 2, the sixth");
 
     // The admitted go on being served.
     append(&server.http(BOB), "calm", &run_started("r")).await;
     expect_event(&mut bob, "calm", 1).await;
+    let (mut probe, during) = during.stop().await;
+    let after = probe.measure(ROUND_TRIPS).await;
+    assert_served("connections over the limits", &baseline, &during, &after);
 
     // A closed socket frees its place.
     first.close(1000).await;

@@ -103,7 +103,7 @@ fn files_under(root: &Path, dir: &Path, out: &mut Vec<String>) {
 #[test]
 fn committed_package_is_what_the_build_wrote() {
     let (_, outputs) = recorded();
-    for file in ["bubble_wasm.js", "bubble_wasm_bg.wasm", "host.mjs"] {
+    for file in ["bubble_wasm.js", "bubble_wasm_bg.wasm"] {
         let path = format!("www/pkg/{file}");
         assert!(
             outputs.contains_key(&path),

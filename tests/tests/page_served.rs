@@ -24,13 +24,12 @@ async fn the_built_in_page_and_its_wasm_package() {
         ("/index.html", "index.html", "text/html; charset=utf-8"),
         ("/app.mjs", "app.mjs", "text/javascript"),
         ("/style.css", "style.css", "text/css; charset=utf-8"),
-        ("/sim/world.mjs", "sim/world.mjs", "text/javascript"),
+        ("/sim.mjs", "sim.mjs", "text/javascript"),
         (
             "/pkg/bubble_wasm.js",
             "pkg/bubble_wasm.js",
             "text/javascript",
         ),
-        ("/pkg/host.mjs", "pkg/host.mjs", "text/javascript"),
         (
             "/pkg/bubble_wasm_bg.wasm",
             "pkg/bubble_wasm_bg.wasm",

@@ -80,8 +80,16 @@ async fn acknowledged_events_survive_repeated_kill9() {
     integrity_check(&server);
     server.restart();
 
-    let stored = verify(&server.http(ALICE), &THREADS, &seen).await;
+    let found = verify(&server.http(ALICE), &THREADS, &seen).await;
     let keyed_acks = seen.acked.iter().filter(|a| a.keyed).count();
+    eprintln!(
+        "crash loop: {cycles} kill -9 cycles, {} acknowledged ({keyed_acks} keyed), {} delivered, {} stored, {} lost",
+        seen.acked.len(),
+        seen.delivered.len(),
+        found.stored,
+        found.lost
+    );
+    assert_eq!(found.lost, 0, "acknowledged events lost");
     assert!(
         seen.acked.len() as u64 >= cycles * ACKS_PER_CYCLE,
         "{} acks",
@@ -90,10 +98,6 @@ async fn acknowledged_events_survive_repeated_kill9() {
     assert!(
         keyed_acks > 0 && keyed_acks < seen.acked.len(),
         "both kinds acknowledged"
-    );
-    eprintln!(
-        "crash loop: {cycles} kill -9 cycles, {} acknowledged ({keyed_acks} keyed), {stored} stored, 0 lost",
-        seen.acked.len()
     );
 }
 

@@ -72,6 +72,16 @@ fn route(
     if !secret_matches(&reg.apps[app].config.secret, request.authorization) {
         return Some(error(401, BAD_SECRET));
     }
+    let limits = cx.limits;
+    if let Err(limited) =
+        reg.rates
+            .check(&app, cx.now, limits.http_rate, limits.http_rate_window_ms)
+    {
+        cx.metrics.count_error(crate::ErrorCode::RateLimited);
+        let mut response = coded_error(429, &limited.message("app"), "rate_limited");
+        response.retry_after = Some(limited.retry_after_s);
+        return Some(response);
+    }
     match endpoint {
         Endpoint::Auth => Some(authorize(reg, app, request.body)),
         Endpoint::Events => match publish(reg, cx, app, req, request) {

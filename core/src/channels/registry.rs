@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::config::AppConfig;
+use crate::http_rate::HttpRates;
 use crate::ids::ConnId;
 use crate::io::ChannelProtocol;
 
@@ -102,6 +103,9 @@ pub(crate) struct Registry {
     pub(crate) claims: Claims,
     /// Webhook events of the input being handled.
     pub(crate) webhooks: Vec<(AppIdx, WebhookEvent)>,
+    /// Each app's recent requests on the channels HTTP APIs (both count
+    /// toward one budget, `limits.http_rate`).
+    pub(crate) rates: HttpRates<AppIdx>,
 }
 
 impl Registry {

@@ -35,7 +35,7 @@ mod world;
 pub use session::{ChannelView, Simulation, Snapshot, WsView};
 pub use step::Step;
 
-use step::Rng;
+use step::{Bytes, Choices, Rng};
 use world::{Call, World, PRINCIPALS};
 
 /// What a run that passed did.
@@ -90,6 +90,23 @@ pub fn nodes_for(seed: u64) -> usize {
 pub fn steps_for(seed: u64, count: usize) -> Vec<Step> {
     let mut rng = Rng::new(seed);
     (0..count).map(|_| Step::draw(&mut rng)).collect()
+}
+
+/// The most steps [`steps_from_bytes`] decodes: a seed's run in the test
+/// command is as long, and shorter runs keep a fuzzer fast.
+pub const MAX_BYTE_STEPS: usize = 400;
+
+/// Steps decoded from `bytes`, each choice a seed would draw read from the
+/// bytes instead (about eight bytes a step), until they run out or
+/// [`MAX_BYTE_STEPS`]: any byte string is a valid run, which is what a
+/// fuzzer needs to drive the simulator with inputs of its own.
+pub fn steps_from_bytes(bytes: &[u8]) -> Vec<Step> {
+    let mut choices = Bytes::new(bytes);
+    let mut steps = Vec::new();
+    while !choices.is_empty() && steps.len() < MAX_BYTE_STEPS {
+        steps.push(Step::draw(&mut choices));
+    }
+    steps
 }
 
 /// Runs `steps` on seed `seed`'s deployment, then completes everything and

@@ -5,6 +5,23 @@ use std::fmt;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// Where a run's choices come from: a seed's generator ([`Rng`]), or the
+/// bytes of a fuzzer's input ([`Bytes`]).
+pub(crate) trait Choices {
+    /// A number in `0..n` (0 when `n` is 0).
+    fn below(&mut self, n: u64) -> u64;
+
+    /// A small number in `0..n`.
+    fn pick(&mut self, n: u8) -> u8 {
+        u8::try_from(self.below(u64::from(n))).unwrap_or(0)
+    }
+
+    /// True with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
 /// The simulator's seeded generator: every choice of a run comes from it.
 pub(crate) struct Rng(ChaCha8Rng);
 
@@ -13,20 +30,50 @@ impl Rng {
     pub(crate) fn new(seed: u64) -> Rng {
         Rng(ChaCha8Rng::seed_from_u64(seed))
     }
+}
 
-    /// A number in `0..n` (0 when `n` is 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+impl Choices for Rng {
+    fn below(&mut self, n: u64) -> u64 {
         self.0.next_u64() % n.max(1)
     }
+}
 
-    /// A small number in `0..n`.
-    pub(crate) fn pick(&mut self, n: u8) -> u8 {
-        u8::try_from(self.below(u64::from(n))).unwrap_or(0)
+/// Choices read from bytes: one byte per choice of fewer than 257
+/// options, two (big-endian) for larger ones; zeros once they run out.
+pub(crate) struct Bytes<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    /// Choices read from `bytes`, in order.
+    pub(crate) fn new(bytes: &'a [u8]) -> Bytes<'a> {
+        Bytes { bytes }
     }
 
-    /// True with probability `percent` / 100.
-    pub(crate) fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+    /// Whether every byte has been read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    fn byte(&mut self) -> u64 {
+        match self.bytes.split_first() {
+            Some((first, rest)) => {
+                self.bytes = rest;
+                u64::from(*first)
+            }
+            None => 0,
+        }
+    }
+}
+
+impl Choices for Bytes<'_> {
+    fn below(&mut self, n: u64) -> u64 {
+        let raw = if n <= 256 {
+            self.byte()
+        } else {
+            (self.byte() << 8) | self.byte()
+        };
+        raw % n.max(1)
     }
 }
 
@@ -251,7 +298,7 @@ impl fmt::Display for Step {
 
 impl Step {
     /// Draws the next step.
-    pub(crate) fn draw(rng: &mut Rng) -> Step {
+    pub(crate) fn draw(rng: &mut impl Choices) -> Step {
         let slot = rng.pick(WS_SLOTS);
         let ch = rng.pick(CHANNEL_SLOTS);
         let node = rng.pick(8);

@@ -21,8 +21,8 @@ use super::step::THREADS;
 /// The simulated clock's start.
 const T0: u64 = 1_796_031_850_000;
 
-/// The principals clients act as; the first is the admin.
-pub(crate) const PRINCIPALS: [&str; 4] = ["root", "alice", "bob", "carol"];
+/// The principals clients act as: the admin, two people and an agent.
+pub(crate) const PRINCIPALS: [&str; 4] = ["root", "alice", "bob", "helper-agent"];
 
 /// The one app of the pubb API.
 pub(crate) const APP: &str = "app-1";

@@ -251,7 +251,10 @@ impl Threads {
     /// `GET /v1/threads?parentThreadId=&cursor=&limit=`: readable threads in
     /// id order after `cursor` (the last id of the previous page). Records
     /// are read from the store a page at a time and filtered by access, so a
-    /// page may take several reads.
+    /// page may take several reads. The children of a parent the caller
+    /// cannot read are listed as those of a missing thread, none, after the
+    /// same read of the parent (denial hiding, and the same work whether
+    /// the parent is hidden or missing).
     fn list(&mut self, caller: &Caller, query: &Query) -> Result<HttpResponse, Step> {
         let parent = query
             .get("parentThreadId")
@@ -259,6 +262,12 @@ impl Threads {
             .transpose()?;
         let cursor = query.get("cursor").map(ThreadId::parse).transpose()?;
         let limit = query.limit()?;
+        if let Some(parent) = &parent {
+            if !self.held(caller, parent)?.contains(Capability::ThreadRead) {
+                let body = serde_json::json!({ "threads": [], "nextCursor": null });
+                return Ok(HttpResponse::json(200, body.to_string()));
+            }
+        }
         let mut page = Vec::new();
         let mut more = false;
         let mut after = cursor;

@@ -2,12 +2,13 @@
 //! tests set up state with.
 
 use bubble_core::http::{HttpRequest, Method};
+use bubble_core::store::Backend;
 use bubble_core::{Input, RequestId};
 use serde_json::{json, Value};
 
 use super::{run_started, token, Harness, Resp, ADMIN};
 
-impl Harness {
+impl<S: Backend> Harness<S> {
     // --- HTTP ---------------------------------------------------------------
 
     /// Sends a request and returns its id; the response may be held behind

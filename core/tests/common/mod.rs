@@ -1,6 +1,7 @@
 //! A host simulator for the engine's integration tests.
 //!
-//! It drives one [`Engine`] over a [`MemoryStore`] the way a real host does:
+//! It drives one [`Engine`] over a store (a [`MemoryStore`] unless a test
+//! brings another [`Backend`]) the way a real host does:
 //! every input is followed by draining `poll_output`, `Persist` batches are
 //! applied to the store and reported with `Input::Persisted`, `WantDrained`
 //! is answered with `Input::Drained`, and an engine-requested close is
@@ -140,11 +141,15 @@ impl Resp {
 }
 
 /// The simulated host.
-pub struct Harness {
+pub struct Harness<S = MemoryStore> {
     /// The engine under test.
     pub engine: Engine,
     /// The backend the harness applies `Persist` batches to.
-    pub store: MemoryStore,
+    pub store: S,
+    /// The engine's configuration and id seed (a restart starts another
+    /// engine with them).
+    config: Config,
+    seed: u64,
     now: Millis,
     next_conn: u64,
     next_req: u64,
@@ -167,6 +172,8 @@ pub struct Harness {
     broadcasts: Vec<ClusterMessage>,
     claims: Vec<(ClaimId, String, String, String)>,
     key_fetches: usize,
+    /// `Some`: every read asked for and every answer sent, in order.
+    work: Option<Vec<String>>,
 }
 
 impl Default for Harness {
@@ -185,17 +192,21 @@ impl Harness {
     pub fn with_config(config: Config) -> Harness {
         Harness::over(config, MemoryStore::default(), Millis(T0))
     }
+}
 
+impl<S: Backend> Harness<S> {
     /// A harness over `store` (e.g. one left by another harness: a restart).
-    pub fn over(config: Config, store: MemoryStore, now: Millis) -> Harness {
+    pub fn over(config: Config, store: S, now: Millis) -> Harness<S> {
         Harness::engine_over(config, store, now, 7)
     }
 
     /// A harness whose engine draws ids from `seed`, over `store`: several
     /// of them over one store are engines sharing it, as cluster nodes do.
-    pub fn engine_over(config: Config, store: MemoryStore, now: Millis, seed: u64) -> Harness {
-        let engine = Engine::new(config, seed);
+    pub fn engine_over(config: Config, store: S, now: Millis, seed: u64) -> Harness<S> {
+        let engine = Engine::new(config.clone(), seed);
         Harness {
+            config,
+            seed,
             reads: Vec::new(),
             shuffle: None,
             committed: Vec::new(),
@@ -218,7 +229,49 @@ impl Harness {
             broadcasts: Vec::new(),
             claims: Vec::new(),
             key_fetches: 0,
+            work: None,
         }
+    }
+
+    /// Starts recording the engine's work: each store read it asks for
+    /// (`read <query>`), each response (`respond <status> <content type>
+    /// <retry-after> <body>`) and each frame (`send <conn> <text>`), in
+    /// order, as the bytes leave it.
+    pub fn record_work(&mut self) {
+        self.work = Some(Vec::new());
+    }
+
+    /// What was recorded since the last call.
+    pub fn take_work(&mut self) -> Vec<String> {
+        self.work.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The engine crashes and another starts over the same store: every
+    /// batch issued had landed (committed, never reported: a crash between
+    /// a commit and its report), `reopen` reopens the store (SQLite: a new
+    /// connection to the file), every connection is gone without a close,
+    /// and reads, drains and answers still in flight are lost.
+    pub fn crash_and_restart(&mut self, reopen: impl FnOnce(&mut S)) {
+        for (_, writes) in std::mem::take(&mut self.held) {
+            let refused = self
+                .store
+                .apply(&[&writes])
+                .expect("the engine's writes apply");
+            assert!(refused.iter().all(Vec::is_empty), "one writer: {refused:?}");
+        }
+        reopen(&mut self.store);
+        // A new process draws new ids, as the native host's random seed does.
+        self.seed = self.seed.wrapping_add(1);
+        self.engine = Engine::new(self.config.clone(), self.seed);
+        self.reads.clear();
+        self.want_drained.clear();
+        self.open.clear();
+        self.committed.clear();
+    }
+
+    /// Whether the engine has answered `req` (and the answer was not taken).
+    pub fn has_response(&self, req: RequestId) -> bool {
+        self.responses.contains_key(&req)
     }
 
     /// The simulated time.
@@ -308,6 +361,17 @@ impl Harness {
     }
 
     fn dispatch(&mut self, out: Output) {
+        if let Some(work) = &mut self.work {
+            match &out {
+                Output::Read { query, .. } => work.push(format!("read {query:?}")),
+                Output::Respond { response, .. } => work.push(format!(
+                    "respond {} {:?} {:?} {}",
+                    response.status, response.content_type, response.retry_after, response.body
+                )),
+                Output::Send { conn, frame } => work.push(format!("send {} {}", conn.0, &**frame)),
+                _ => {}
+            }
+        }
         match out {
             Output::Read { read, query } => self.reads.push((read, query)),
             Output::Persist { batch, writes } => self.held.push_back((batch, writes)),
@@ -371,7 +435,7 @@ impl Harness {
             limit: 1,
         };
         let Ok(ReadResult::Events(stored)) = self.store.read(&query) else {
-            panic!("the memory store reads events");
+            panic!("the store reads events");
         };
         stored
             .first()

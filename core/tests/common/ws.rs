@@ -1,11 +1,12 @@
 //! The harness's `/v1/ws` helpers: connections, frames sent and received.
 
+use bubble_core::store::Backend;
 use bubble_core::{ConnId, Input, ThreadId, WsFrame};
 use serde_json::{json, Value};
 
 use super::{token, Harness};
 
-impl Harness {
+impl<S: Backend> Harness<S> {
     // --- WebSocket --------------------------------------------------------------
 
     /// Opens a `/v1/ws` connection as `who`.

@@ -3,23 +3,69 @@
 
 use proptest::prelude::*;
 
+use crate::common::Resp;
+use crate::run::{Answer, Marker, Reopen, Run, Track};
 use crate::scenario::*;
-use crate::{Answer, Marker, Run, Track};
 
-impl Run {
+/// Whether `resp` is a history page that `Answer::Page` allows.
+fn page_fits(resp: &Resp, from: u64, limit: u64, lo: u64, runs: &[String]) -> bool {
+    let hi = runs.len() as u64;
+    let Some(events) = resp.body["events"].as_array() else {
+        return false;
+    };
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    let n = seqs.len() as u64;
+    let contiguous = seqs == (from..from + n).collect::<Vec<_>>();
+    let runs_match = events
+        .iter()
+        .zip(from..)
+        .all(|(e, seq)| runs.get((seq - 1) as usize).map(String::as_str) == e["runId"].as_str());
+    let last = from + n - 1;
+    let next = &resp.body["nextSeq"];
+    let (bounded, next_ok) = if n == 0 {
+        // The durable head it rested on was below `from`; `nextSeq` points
+        // at `from` while appends not yet durable reach it.
+        (
+            from > lo,
+            next.is_null() || (next.as_u64() == Some(from) && from <= hi),
+        )
+    } else {
+        // It stopped at `limit` or at a head between `lo` and `hi`; a page
+        // that did not reach the head points at the next seq.
+        let reached_head = last >= lo;
+        (
+            last <= hi && n <= limit && (n == limit || reached_head),
+            next.as_u64() == Some(last + 1) || (next.is_null() && reached_head),
+        )
+    };
+    resp.status == 200 && contiguous && runs_match && bounded && next_ok
+}
+
+impl<S: Reopen> Run<S> {
     pub(crate) fn check(&mut self) -> Result<(), TestCaseError> {
         for (req, answer, what) in std::mem::take(&mut self.answers) {
             let resp = self.h.response(req);
+            if let Answer::Lost = answer {
+                prop_assert!(resp.is_none(), "{}: answered across a crash", what);
+                continue;
+            }
             let resp = resp.ok_or_else(|| TestCaseError::fail(format!("{what}: no answer")))?;
-            let ok = match answer {
+            let ok = match &answer {
                 Answer::Ok => (200..300).contains(&resp.status),
-                Answer::Status(status) => resp.status == status,
+                Answer::Status(status) => resp.status == *status,
                 Answer::Event { status, seq } => {
-                    resp.status == status
-                        && resp.body["event"]["seq"] == seq
-                        && (status == 201 || resp.body["duplicate"] == true)
+                    resp.status == *status
+                        && resp.body["event"]["seq"] == *seq
+                        && (*status == 201 || resp.body["duplicate"] == true)
                 }
-                Answer::Error(status, code) => resp.status == status && resp.code() == code,
+                Answer::Error(status, code) => resp.status == *status && resp.code() == *code,
+                Answer::Page {
+                    from,
+                    limit,
+                    lo,
+                    runs,
+                } => page_fits(&resp, *from, *limit, *lo, runs),
+                Answer::Lost => unreachable!("handled above"),
             };
             prop_assert!(
                 ok,

@@ -12,6 +12,8 @@ pub(crate) struct ThreadModel {
     pub(crate) keys: HashMap<u8, u64>,
     /// For each seq (index seq - 1): the principals who could read at append.
     pub(crate) readers: Vec<BTreeSet<usize>>,
+    /// For each seq (index seq - 1): the event's `runId`.
+    pub(crate) runs: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -51,14 +53,19 @@ impl Model {
         (!appends).then_some("forbidden")
     }
 
-    /// Appends one event unless `key` repeats; returns the seq and whether
-    /// it was a repeat.
-    pub(crate) fn append_keyed(&mut self, thread: usize, key: Option<u8>) -> (u64, bool) {
+    /// Appends one event with `runId` `run` unless `key` repeats; returns
+    /// the seq and whether it was a repeat.
+    pub(crate) fn append_keyed(
+        &mut self,
+        thread: usize,
+        key: Option<u8>,
+        run: String,
+    ) -> (u64, bool) {
         let known = key.and_then(|k| self.threads[&thread].keys.get(&k).copied());
         if let Some(seq) = known {
             return (seq, true);
         }
-        let seq = self.append(thread);
+        let seq = self.append(thread, run);
         if let Some(k) = key {
             self.threads
                 .get_mut(&thread)
@@ -70,7 +77,7 @@ impl Model {
     }
 
     /// Appends one event; returns its seq.
-    pub(crate) fn append(&mut self, thread: usize) -> u64 {
+    pub(crate) fn append(&mut self, thread: usize, run: String) -> u64 {
         let readers: BTreeSet<usize> = (0..PRINCIPALS)
             .filter(|p| self.readable(*p, thread))
             .collect();
@@ -80,6 +87,7 @@ impl Model {
             .expect("appending to an existing thread");
         model.head += 1;
         model.readers.push(readers);
+        model.runs.push(run);
         model.head
     }
 }

@@ -64,6 +64,16 @@ pub(crate) enum Op {
     Drain {
         conn: usize,
     },
+    /// `GET /v1/threads/:id/events?fromSeq=&limit=` by principal `by`.
+    History {
+        thread: usize,
+        by: usize,
+        from_seq: u64,
+        limit: u64,
+    },
+    /// The engine crashes (after every batch it issued landed, before it
+    /// heard so) and a new one starts over the reopened store.
+    Restart,
 }
 
 pub(crate) fn op() -> impl Strategy<Value = Op> {
@@ -82,6 +92,9 @@ pub(crate) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(thread, principal, role)| Op::Grant { thread, principal, role }),
         2 => (0..4usize).prop_map(|batches| Op::Persist { batches }),
         2 => (0..CONNS.len()).prop_map(|conn| Op::Drain { conn }),
+        2 => (0..THREADS, 0..PRINCIPALS, 1..10u64, 1..4u64)
+            .prop_map(|(thread, by, from_seq, limit)| Op::History { thread, by, from_seq, limit }),
+        1 => Just(Op::Restart),
     ]
 }
 
@@ -147,4 +160,143 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                 ops: prelude(&initial).into_iter().chain(ops).collect(),
             },
         )
+}
+
+/// A fixed interleaving that exercises every op kind, so a plain failure
+/// is easier to read than a shrunk random case.
+pub(crate) fn fixed_interleaving() -> Vec<Op> {
+    use Op::*;
+    vec![
+        Create {
+            thread: 0,
+            parent: None,
+        },
+        Grant {
+            thread: 0,
+            principal: 0,
+            role: Some(2),
+        },
+        HttpAppend {
+            thread: 0,
+            by: 0,
+            key: Some(1),
+        },
+        Subscribe {
+            conn: 0,
+            thread: 0,
+            from_seq: 1,
+        },
+        HttpAppend {
+            thread: 0,
+            by: 0,
+            key: Some(1),
+        },
+        WsAppend {
+            conn: 0,
+            thread: 0,
+            key: Some(1),
+        },
+        Reconnect { conn: 1 },
+        Create {
+            thread: 1,
+            parent: Some(0),
+        },
+        Subscribe {
+            conn: 3,
+            thread: 1,
+            from_seq: 5,
+        },
+        Persist { batches: 2 },
+        Grant {
+            thread: 0,
+            principal: 1,
+            role: Some(3),
+        },
+        Subscribe {
+            conn: 1,
+            thread: 1,
+            from_seq: 1,
+        },
+        HttpAppend {
+            thread: 1,
+            by: 0,
+            key: None,
+        },
+        Subscribe {
+            conn: 0,
+            thread: 0,
+            from_seq: 2,
+        },
+        Drain { conn: 0 },
+        Unsubscribe { conn: 0, thread: 0 },
+        Grant {
+            thread: 0,
+            principal: 1,
+            role: None,
+        },
+        HttpAppend {
+            thread: 1,
+            by: 4,
+            key: None,
+        },
+        Subscribe {
+            conn: 0,
+            thread: 0,
+            from_seq: 3,
+        },
+        WsAppend {
+            conn: 1,
+            thread: 1,
+            key: None,
+        },
+        History {
+            thread: 0,
+            by: 0,
+            from_seq: 1,
+            limit: 2,
+        },
+        History {
+            thread: 1,
+            by: 2,
+            from_seq: 1,
+            limit: 3,
+        },
+        Restart,
+        HttpAppend {
+            thread: 0,
+            by: 0,
+            key: Some(1),
+        },
+        Subscribe {
+            conn: 1,
+            thread: 1,
+            from_seq: 1,
+        },
+        HttpAppend {
+            thread: 1,
+            by: 0,
+            key: None,
+        },
+        History {
+            thread: 1,
+            by: 1,
+            from_seq: 2,
+            limit: 3,
+        },
+    ]
+}
+
+/// The fixed interleaving with every delay setting: (persistence and
+/// drains held, reads shuffled).
+pub(crate) fn fixed_scenarios() -> Vec<Scenario> {
+    [(false, None), (true, None), (true, Some(3))]
+        .into_iter()
+        .map(|(hold, shuffle_reads)| Scenario {
+            hold_persistence: hold,
+            hold_drains: hold,
+            shuffle_reads,
+            backlog_page: 1,
+            ops: fixed_interleaving(),
+        })
+        .collect()
 }

@@ -108,6 +108,16 @@ pub(crate) fn handle(
     if let Err(err) = signing::verify(config, method, request.path, &query, request.body, cx.now) {
         return text(401, err.to_string());
     }
+    let limits = cx.limits;
+    if let Err(limited) =
+        reg.rates
+            .check(&app, cx.now, limits.http_rate, limits.http_rate_window_ms)
+    {
+        cx.metrics.count_error(crate::ErrorCode::RateLimited);
+        let mut response = text(429, limited.message("app"));
+        response.retry_after = Some(limited.retry_after_s);
+        return response;
+    }
     let max_data = cx.limits.max_publish_data_bytes;
     match route {
         Route::Events => match parse_event(request.body, max_data) {

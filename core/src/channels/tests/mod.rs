@@ -469,3 +469,44 @@ fn idempotency_keys_repeat_then_expire() {
     assert_eq!(fresh["duplicate"], false);
     assert_ne!(fresh["publicationId"], first["publicationId"]);
 }
+
+/// `limits.http_rate` counts each app's channels API requests apart, only
+/// once the secret was checked, and answers the one past it with `429
+/// rate_limited` and `Retry-After`.
+#[test]
+fn the_channels_api_is_rate_limited_per_app() {
+    let mut config = Config {
+        apps: vec![app(1, None), app(2, None)],
+        ..Config::default()
+    };
+    config.limits.http_rate = 2;
+    config.limits.http_rate_window_ms = 10_000;
+    let mut h = Harness::with(config);
+    let event = || json!({"channel": "news", "name": "n"});
+    // A wrong secret is refused before it is counted.
+    let (status, _) = h.post("/api/apps/app-1/events", "secret-2", None, event());
+    assert_eq!(status, 401);
+    for _ in 0..2 {
+        assert_eq!(h.publish(event()).0, 202);
+    }
+    h.now = h.now.plus(1_500);
+    let outs = h.request("/api/apps/app-1/events", "secret-1", None, event());
+    let Some(Output::Respond { response, .. }) = outs.into_iter().next() else {
+        panic!("no response");
+    };
+    assert_eq!(response.status, 429);
+    // The first request leaves the window 8.5 s later: 9 s, rounded up.
+    assert_eq!(response.retry_after, Some(9));
+    let body: Value = serde_json::from_str(&response.body).unwrap();
+    assert_eq!(body["code"], "rate_limited");
+    assert_eq!(
+        body["error"],
+        "Too many requests: at most 2 per 10000 ms for one app."
+    );
+    // Another app has its own budget.
+    let (status, _) = h.post("/api/apps/app-2/events", "secret-2", None, event());
+    assert_eq!(status, 202);
+    // Once the window moved on, app-1 is served again.
+    h.now = h.now.plus(8_500);
+    assert_eq!(h.publish(event()).0, 202);
+}
