@@ -101,6 +101,13 @@ fn requests() -> Vec<(Method, &'static str, Option<&'static str>, Option<Value>)
             None,
             Some(json!([1])),
         ),
+        (Method::Get, "/v1/threads/{t}/messages", None, None),
+        (
+            Method::Post,
+            "/v1/threads/{t}/messages",
+            None,
+            Some(json!({})),
+        ),
         (Method::Get, "/v1/threads/{t}/grants", None, None),
         (
             Method::Put,
