@@ -100,7 +100,10 @@ pub mod store;
 mod threads;
 
 pub use clock::MonotonicNow;
-pub use config::{AppConfig, AuthConfig, Config, Heartbeat, Limits, WebhookConfig};
+pub use config::{
+    AppConfig, AuthConfig, Config, Heartbeat, Limits, WebhookConfig, WebhookConfigError,
+    WEBHOOK_EVENT_TYPES,
+};
 pub use engine::Engine;
 pub use error::{BubbleError, ErrorCode};
 pub use ids::{BatchId, ClaimId, ConnId, Millis, PrincipalId, ReadId, RequestId, ThreadId};

@@ -80,6 +80,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         opened.engine,
         stats,
         broker,
+        &settings.webhooks,
     )
     .map_err(io("starting the engine"))?;
     if crate::cluster::deployment(&settings.store).is_some() {
@@ -125,7 +126,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
     )
     .with_graceful_shutdown(async move {
         signalled.cancelled().await;
-        tracing::info!("shutting down: closing sockets with 1001");
+        tracing::info!("shutting down: closing sockets (1001, Pusher sockets 4200)");
         let _ = inbox.send(Command::Shutdown).await;
     })
     .await

@@ -12,7 +12,9 @@
 //! - **Routes.** `/v1/threads…`, `/api/apps/:appId/…` and Pusher's
 //!   `/apps/:appId/…` go to the engine, which answers their 404s and 405s
 //!   itself. `GET <ws_path>` (default `/v1/ws`), `GET /socket` and Pusher's
-//!   `GET /app/:key` with `Upgrade: websocket` are the sockets; without that header they answer `400` (plain text), with
+//!   `GET /app/:key` with `Upgrade: websocket` are the sockets (any other
+//!   path under `/app` is a Pusher socket that the engine refuses with
+//!   4005, as Pusher does); without that header they answer `400` (plain text), with
 //!   another method `405`. `GET`/`HEAD` of `/healthz`, `/readyz` and
 //!   `/metrics` are the host endpoints. Any other `GET`/`HEAD` is the page
 //!   (a host without one answers [`not_found`]); any other method is `405`.
@@ -45,6 +47,7 @@
 
 mod answers;
 mod bearer;
+mod body;
 mod handshake;
 mod path;
 mod query;
@@ -59,6 +62,9 @@ pub use answers::{
     healthy, method_not_allowed, metrics, not_an_upgrade, not_found, not_ready, ready,
 };
 pub use bearer::bearer;
+pub use body::{
+    body_limit, body_too_large, PUSHER_BATCH_EVENTS, PUSHER_CHANNEL_CHARS, PUSHER_EVENT_CHANNELS,
+};
 pub use handshake::ChannelsUpgrade;
 pub use path::PathError;
 pub use query::{BadQuery, Query};
@@ -195,7 +201,8 @@ impl Edge {
         }
         match segments.iter().map(Cow::as_ref).collect::<Vec<&str>>()[..] {
             ["socket"] => socket(request, Socket::Channels),
-            ["app", key] => socket(request, Socket::Pusher(key)),
+            ["app", key] if !key.is_empty() => socket(request, Socket::Pusher(Some(key))),
+            ["app", ..] => socket(request, Socket::Pusher(None)),
             ["healthz"] => host_endpoint(Endpoint::Health),
             ["readyz"] => host_endpoint(Endpoint::Ready),
             ["metrics"] => host_endpoint(Endpoint::Metrics),
@@ -208,8 +215,9 @@ impl Edge {
 enum Socket<'a> {
     Threads,
     Channels,
-    /// `/app/:key`, with the key.
-    Pusher(&'a str),
+    /// `/app/:key`, with the key; any other path under `/app` without one
+    /// (Pusher upgrades it, then refuses it with 4005).
+    Pusher(Option<&'a str>),
 }
 
 /// Whether an `Upgrade` header value asks for a WebSocket.

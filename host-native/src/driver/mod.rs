@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bubble_core::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, NodeState};
 use bubble_core::edge::{AcceptedHandshake, ChannelsUpgrade};
 use bubble_core::http::{HttpRequest, HttpResponse, Method};
 use bubble_core::store::{Backend, MemoryStore};
@@ -27,6 +27,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 pub(crate) mod conn;
 mod writers;
 
+use crate::config::WebhookSettings;
 use crate::webhooks::Webhooks;
 
 use crate::cluster::{Broker, ClusterSettings, Health};
@@ -99,8 +100,8 @@ pub(crate) enum Command {
         node: String,
         message: ClusterMessage,
     },
-    /// The other nodes' presence rows, from the broker.
-    RemotePresence { entries: Vec<PresenceEntry> },
+    /// The other nodes' channel state, from the broker.
+    ClusterState { nodes: Vec<NodeState> },
     /// A publication key's claim settled.
     Claimed {
         claim: ClaimId,
@@ -113,7 +114,8 @@ pub(crate) enum Command {
     Metrics { reply: oneshot::Sender<String> },
     /// Answer when the engine task is responsive.
     Ready { reply: oneshot::Sender<()> },
-    /// Close every socket with 1001 and refuse new ones.
+    /// Close every socket the way its protocol asks clients to come back
+    /// (the engine decides: 1001, or Pusher's 4200) and refuse new ones.
     Shutdown,
     /// Stop the task.
     Stop,
@@ -221,6 +223,7 @@ pub(crate) fn spawn(
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
     cluster: Option<(&ClusterSettings, Arc<Health>)>,
+    webhooks: &WebhookSettings,
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
@@ -245,7 +248,8 @@ pub(crate) fn spawn(
         done: done_rx,
         reads: read_rx,
     };
-    let webhooks = Webhooks::new(tokio::runtime::Handle::current());
+    let webhooks = Webhooks::new(tokio::runtime::Handle::current(), webhooks)
+        .map_err(std::io::Error::other)?;
     let build = move || {
         let engine = Engine::new(config, seed);
         let writers = match io_threads {
@@ -479,11 +483,11 @@ impl Driver {
                 node: &node,
                 message,
             }),
-            Command::RemotePresence { entries } => self.input(Input::RemotePresence { entries }),
+            Command::ClusterState { nodes } => self.input(Input::ClusterState { nodes }),
             Command::Claimed { claim, outcome } => self.input(Input::Claimed { claim, outcome }),
             Command::ClusterCheck => {
                 if let Some(broker) = &self.broker {
-                    broker.reconcile(self.engine.local_members());
+                    broker.reconcile(self.engine.local_state());
                 }
                 self.input(Input::Recheck);
             }
@@ -491,6 +495,7 @@ impl Driver {
                 let mut text = self.engine.metrics().render_prometheus();
                 self.stats
                     .render(&mut text, self.conns.len(), self.pending.len());
+                self.webhooks.render(&mut text);
                 let _ = reply.send(text);
             }
             Command::Ready { reply } => {
@@ -498,6 +503,8 @@ impl Driver {
             }
             Command::Shutdown => {
                 self.shutting_down = true;
+                self.input(Input::Shutdown);
+                // Whatever the engine did not close (it closes every socket).
                 let open: Vec<ConnId> = self.conns.keys().copied().collect();
                 for conn in open {
                     if let Some(handle) = self.conns.remove(&conn) {
