@@ -115,6 +115,10 @@ pub enum ClusterMessage {
         /// The user.
         user_id: String,
     },
+    /// The sender started: it applied its first snapshot of the cluster
+    /// ([`Input::ClusterState`](crate::Input::ClusterState)) and shares the
+    /// reporting of channels' webhooks from now on.
+    Hello,
     /// `node` stopped (it no longer refreshes its liveness): every presence
     /// member and subscriber it held is gone.
     NodeGone {

@@ -342,12 +342,12 @@ impl Engine {
         self.threads.subscribed_threads()
     }
 
-    /// This node's channel state (presence members and subscriber counts,
-    /// as of its last state message): what the broker should hold for it
+    /// This node's channel state (presence members and subscriber counts)
+    /// under a new `seq` taken at `now`: what the broker should hold for it
     /// (written again at each periodic check, which repairs lost writes).
     #[must_use]
-    pub fn local_state(&self) -> NodeState {
-        self.channels.local_state()
+    pub fn local_state(&mut self, now: Millis) -> NodeState {
+        self.channels.local_state(now)
     }
 
     /// The next output, or `None` when there is nothing (yet) to do.

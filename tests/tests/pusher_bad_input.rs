@@ -534,7 +534,10 @@ async fn a_full_batch_of_escaped_data_fits_the_body_limit() {
         assert_eq!((response.status, response.json()), (200, json!({})));
         for _ in 0..10 {
             let frame = listener.ws.recv_json().await;
-            assert_eq!((&frame["channel"], &frame["data"]), (&json!(news), &json!(data)));
+            assert_eq!(
+                (&frame["channel"], &frame["data"]),
+                (&json!(news), &json!(data))
+            );
         }
     }
     listener.ping_pong().await;

@@ -66,7 +66,16 @@ async fn query_until(
 ) -> serde_json::Value {
     let deadline = std::time::Instant::now() + bubble_tests::HANG_TIMEOUT;
     loop {
-        let response = signed(node, (APP_KEY, APP_SECRET), "GET", path, params, b"", unix_now()).await;
+        let response = signed(
+            node,
+            (APP_KEY, APP_SECRET),
+            "GET",
+            path,
+            params,
+            b"",
+            unix_now(),
+        )
+        .await;
         assert_eq!(response.status, 200, "{}", response.text());
         let body = response.json();
         if done(&body) {

@@ -240,8 +240,8 @@ impl Channels {
     }
 
     /// This node's channel state, as the broker should hold it.
-    pub(crate) fn local_state(&self) -> NodeState {
-        remote::local_state(&self.registry)
+    pub(crate) fn local_state(&mut self, now: Millis) -> NodeState {
+        remote::local_state(&mut self.registry, now)
     }
 
     /// Timers: idempotency-key expiry, webhook batches.

@@ -38,6 +38,9 @@ pub(crate) struct Peers {
     /// The `seq` of this node's last state message.
     seq: u64,
     nodes: BTreeMap<String, Peer>,
+    /// Nodes that stopped, with the `seq` applied of them then: a snapshot
+    /// read before their state was removed does not bring them back.
+    gone: BTreeMap<String, u64>,
 }
 
 impl Peers {
@@ -63,19 +66,18 @@ impl Peers {
         self.seq
     }
 
-    /// The `seq` of this node's last state message.
-    pub(crate) fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    /// A message from `node` arrived: it is alive. For a state message
-    /// (`seq`), whether it is newer than what is applied of `node` (and it
-    /// is recorded as applied).
+    /// A message from `node` arrived: it is alive (again, if it was gone).
+    /// For a state message (`seq`), whether it is newer than what is applied
+    /// of `node` (and it is recorded as applied).
     pub(crate) fn heard(&mut self, node: &str, seq: Option<u64>) -> bool {
         if node == self.me {
             return false;
         }
-        let peer = self.nodes.entry(node.to_owned()).or_default();
+        let buried = self.gone.remove(node).unwrap_or(0);
+        let peer = self.nodes.entry(node.to_owned()).or_insert(Peer {
+            seq: buried,
+            ..Peer::default()
+        });
         peer.live = true;
         peer.missing = 0;
         match seq {
@@ -90,14 +92,27 @@ impl Peers {
 
     /// `node` stopped; whether it was known.
     pub(crate) fn gone(&mut self, node: &str) -> bool {
-        self.nodes.remove(node).is_some()
+        match self.nodes.remove(node) {
+            Some(peer) => {
+                self.gone.insert(node.to_owned(), peer.seq);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A snapshot holds `node`'s rows as of `seq`: whether they are at
-    /// least as new as what is applied of it (and so replace it).
+    /// least as new as what is applied of it (and so replace it). The rows
+    /// of a node that stopped count only if written after it stopped.
     pub(crate) fn snapshot(&mut self, node: &str, seq: u64, live: bool) -> bool {
         if node == self.me {
             return false;
+        }
+        if let Some(&buried) = self.gone.get(node) {
+            if seq <= buried {
+                return false;
+            }
+            self.gone.remove(node);
         }
         let peer = self.nodes.entry(node.to_owned()).or_default();
         peer.live = live;
@@ -126,14 +141,17 @@ impl Peers {
             }
         }
         for node in &gone {
-            self.nodes.remove(node);
+            if let Some(peer) = self.nodes.remove(node) {
+                self.gone.insert(node.clone(), peer.seq);
+            }
         }
         gone
     }
 
     /// The first snapshot is applied: this node may report from now on.
-    pub(crate) fn settle(&mut self) {
-        self.settled = true;
+    /// Returns whether this is that first one (the node then says hello).
+    pub(crate) fn settle(&mut self) -> bool {
+        !std::mem::replace(&mut self.settled, true)
     }
 
     /// Whether this node reports the webhooks of `channel` of `app_id`.
@@ -191,7 +209,8 @@ mod tests {
     fn unsettled_nodes_report_nothing_and_single_nodes_everything() {
         let mut peers = Peers::new(true, "n1");
         assert!(!peers.owns("a", "c"));
-        peers.settle();
+        assert!(peers.settle(), "the first snapshot");
+        assert!(!peers.settle());
         assert!(peers.owns("a", "c"), "alone in the cluster");
         assert!(Peers::new(false, "").owns("a", "c"));
     }
@@ -225,6 +244,21 @@ mod tests {
     }
 
     #[test]
+    fn a_gone_node_stays_gone_until_it_speaks() {
+        let mut peers = settled("n1", &[]);
+        assert!(peers.heard("n2", Some(10)));
+        assert!(peers.gone("n2"));
+        assert!(
+            !peers.snapshot("n2", 10, true),
+            "read before its state was removed"
+        );
+        assert!(!peers.gone("n2"), "not known any more");
+        assert!(peers.heard("n2", Some(11)), "it came back");
+        assert!(peers.gone("n2"));
+        assert!(peers.snapshot("n2", 12, true), "written after it stopped");
+    }
+
+    #[test]
     fn missing_twice_is_gone() {
         let mut peers = settled("n1", &["n2", "n3"]);
         let present: BTreeSet<String> = ["n3".to_owned()].into();
@@ -238,8 +272,9 @@ mod tests {
         let mut peers = Peers::new(true, "n1");
         let first = peers.next_seq(Millis(5));
         assert_eq!(first, 5_000);
-        assert_eq!(peers.next_seq(Millis(5)), 5_001);
+        let last = peers.next_seq(Millis(5));
+        assert_eq!(last, 5_001);
         let restarted = Peers::new(true, "n1").next_seq(Millis(6));
-        assert!(restarted > peers.seq());
+        assert!(restarted > last);
     }
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::cluster::{ChannelRow, ClusterMessage, MemberRow, NodeState};
 use crate::ctx::Ctx;
+use crate::ids::Millis;
 
 use super::fanout;
 use super::frames;
@@ -88,7 +89,7 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
                 forget(reg, cx, &gone);
             }
         }
-        ClusterMessage::ThreadChanged { .. } => {}
+        ClusterMessage::Hello | ClusterMessage::ThreadChanged { .. } => {}
     }
 }
 
@@ -117,7 +118,9 @@ fn report_client_event(
 /// Applies the broker's snapshot of the other nodes: each node's rows
 /// replace what is known of it unless a newer message of it was applied;
 /// a known node missing from it twice in a row is gone. The first snapshot
-/// settles the node: it reports webhooks from then on.
+/// settles the node: it reports webhooks from then on, and says hello so
+/// the others count it among the reporters at once (not at their next
+/// snapshot).
 pub(crate) fn snapshot(reg: &mut Registry, cx: &mut Ctx<'_>, nodes: Vec<NodeState>) {
     let present: BTreeSet<String> = nodes.iter().map(|n| n.node.clone()).collect();
     for state in nodes {
@@ -128,7 +131,9 @@ pub(crate) fn snapshot(reg: &mut Registry, cx: &mut Ctx<'_>, nodes: Vec<NodeStat
     for gone in reg.peers.missing_from(&present) {
         forget(reg, cx, &gone);
     }
-    reg.peers.settle();
+    if reg.peers.settle() {
+        fanout::announce(cx, ClusterMessage::Hello);
+    }
 }
 
 /// Removes everything `node` held: its members leave, its subscribers go.
@@ -208,11 +213,14 @@ fn sync_members(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, rows: &[Member
     }
 }
 
-/// This node's own channel state, as the broker should hold it.
-pub(crate) fn local_state(reg: &Registry) -> NodeState {
+/// This node's own channel state, as the broker should hold it, under a
+/// new `seq` (a node that restarted under the same id replaces what its
+/// last run left at once).
+pub(crate) fn local_state(reg: &mut Registry, now: Millis) -> NodeState {
+    let seq = reg.peers.next_seq(now);
     let mut state = NodeState {
         node: reg.peers.me().to_owned(),
-        seq: reg.peers.seq(),
+        seq,
         live: true,
         ..NodeState::default()
     };

@@ -112,7 +112,9 @@ impl Writer {
             .get_multiplexed_async_connection_with_config(&config)
             .await
         {
-            Ok(conn) => Some(conn),
+            // Alive from the first command on: a node whose state others
+            // read is never taken for a stopped one.
+            Ok(mut conn) => self.alive(&mut conn).await.ok().map(|()| conn),
             Err(e) => {
                 tracing::warn!(error = %e, "broker unreachable");
                 None
@@ -307,6 +309,18 @@ impl Writer {
             }
             BrokerCmd::Reconcile { .. } | BrokerCmd::Beat => {}
         }
+    }
+
+    /// Marks this node alive for [`NODE_TTL`].
+    async fn alive(&self, conn: &mut MultiplexedConnection) -> RedisResult<()> {
+        let ttl_ms = u64::try_from(NODE_TTL.as_millis()).unwrap_or(u64::MAX);
+        redis::cmd("SET")
+            .arg(self.keys.alive(&self.node.id))
+            .arg(1)
+            .arg("PX")
+            .arg(ttl_ms)
+            .exec_async(conn)
+            .await
     }
 
     /// Refreshes liveness, probes the pub/sub path, removes gone nodes.

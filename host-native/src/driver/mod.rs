@@ -486,8 +486,12 @@ impl Driver {
             Command::ClusterState { nodes } => self.input(Input::ClusterState { nodes }),
             Command::Claimed { claim, outcome } => self.input(Input::Claimed { claim, outcome }),
             Command::ClusterCheck => {
-                if let Some(broker) = &self.broker {
-                    broker.reconcile(self.engine.local_state());
+                if self.broker.is_some() {
+                    let now = self.now();
+                    let state = self.engine.local_state(now);
+                    if let Some(broker) = &self.broker {
+                        broker.reconcile(state);
+                    }
                 }
                 self.input(Input::Recheck);
             }

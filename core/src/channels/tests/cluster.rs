@@ -167,9 +167,16 @@ fn the_cluster_state_replaces_what_was_known() {
         nodes: vec![state("a", 1, &["alex", "sam"]), state("c", 1, &["alex"])],
     });
     assert_eq!(events(&mut b, "pubb:member_added").len(), 2);
+    assert_eq!(
+        b.broadcasts.last(),
+        Some(&ClusterMessage::Hello),
+        "settled: it says so at once"
+    );
+    b.broadcasts.clear();
     b.handle(Input::ClusterState {
         nodes: vec![state("a", 2, &[]), state("c", 2, &["alex", "kim"])],
     });
+    assert!(b.broadcasts.is_empty(), "hello only once");
     let frames = b.take();
     let names: Vec<(&str, &str)> = frames
         .iter()
@@ -184,14 +191,18 @@ fn the_cluster_state_replaces_what_was_known() {
         names,
         [("pubb:member_removed", "sam"), ("pubb:member_added", "kim")]
     );
-    let local = b.engine.local_state();
+    let local = b.engine.local_state(b.now);
     assert_eq!(local.members, [member("observer")]);
     assert_eq!(local.channels.len(), 1);
     assert_eq!(
         (local.channels[0].channel.as_str(), local.channels[0].count),
         (CHANNEL, 1)
     );
-    assert!(local.seq > 0, "the seq of its last state message");
+    assert!(local.seq > 0);
+    assert!(
+        b.engine.local_state(b.now).seq > local.seq,
+        "each snapshot of itself under a new seq"
+    );
 }
 
 #[test]
@@ -538,7 +549,7 @@ fn a_node_that_starts_does_not_report_what_the_cluster_holds() {
     a.broadcasts.clear();
     let mut c = hooked("c");
     c.handle(Input::ClusterState {
-        nodes: vec![a.engine.local_state()],
+        nodes: vec![a.engine.local_state(a.now)],
     });
     assert!(c.take().is_empty(), "nobody subscribes on c");
     let mut nodes = vec![a, c];
@@ -587,4 +598,29 @@ fn counts_are_cluster_wide() {
         info(&mut nodes[0]),
         json!({"occupied": false, "subscription_count": 0})
     );
+}
+
+#[test]
+fn a_node_that_says_hello_reports_at_once() {
+    let mut a = cluster(&["a"]).remove(0);
+    let channel = (0..100)
+        .map(|i| format!("c{i}"))
+        .find(|c| {
+            crate::cluster::owner_score("b", "app-1", c)
+                > crate::cluster::owner_score("a", "app-1", c)
+        })
+        .expect("a channel b reports");
+    a.handle(Input::Remote {
+        node: "b",
+        message: ClusterMessage::Hello,
+    });
+    a.open(1, 1, ChannelProtocol::V2);
+    a.send(1, subscribe(&channel));
+    assert!(a.hooks.is_empty(), "b reports {channel}");
+    a.handle(Input::Remote {
+        node: "a",
+        message: ClusterMessage::NodeGone { node: "b".into() },
+    });
+    a.close(1);
+    assert_eq!(a.hooks.len(), 1, "b is gone: a reports {channel}");
 }
