@@ -22,9 +22,9 @@
 //! undoes it.
 //!
 //! Which node reports a channel's webhooks is decided by rendezvous
-//! hashing of the channel over the nodes that are alive
-//! ([`owner_score`]): every node computes the same owner from the same
-//! view, so each event is reported once.
+//! hashing of the channel over the nodes that report at the event's time
+//! ([`owner_score`], and `core/src/channels/peers.rs`): every node computes
+//! the same one from the same facts, so each event is reported once.
 //!
 //! Idempotency keys of publications are cluster-wide: the engine asks the
 //! host to claim a key ([`Output::Claim`](crate::Output::Claim)), and only
@@ -36,6 +36,10 @@ use crate::ids::ThreadId;
 
 fn is_false(value: &bool) -> bool {
     !*value
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// One message from a node to the others.
@@ -70,6 +74,10 @@ pub enum ClusterMessage {
         /// reports the channel's webhooks reports it as `client_event`).
         #[serde(default, skip_serializing_if = "is_false")]
         client_event: bool,
+        /// When the sender accepted it (its clock, ms): which node reports
+        /// a client event depends on its time.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        at: u64,
     },
     /// A user's first socket on the sender joined presence `channel`.
     MemberJoined {
@@ -116,9 +124,12 @@ pub enum ClusterMessage {
         user_id: String,
     },
     /// The sender started: it applied its first snapshot of the cluster
-    /// ([`Input::ClusterState`](crate::Input::ClusterState)) and shares the
-    /// reporting of channels' webhooks from now on.
-    Hello,
+    /// ([`Input::ClusterState`](crate::Input::ClusterState)) and reports
+    /// channels' webhooks from `since` (its clock, ms) on.
+    Hello {
+        /// When the sender becomes a reporter.
+        since: u64,
+    },
     /// `node` stopped (it no longer refreshes its liveness): every presence
     /// member and subscriber it held is gone.
     NodeGone {
@@ -195,18 +206,17 @@ pub struct NodeState {
     pub node: String,
     /// The `seq` of the last state message its rows reflect.
     pub seq: u64,
-    /// Whether the node refreshes its liveness (a node that stopped is
-    /// removed by [`ClusterMessage::NodeGone`] soon after).
-    pub live: bool,
+    /// When the node reports webhooks from (its `Hello`), if it said.
+    pub since: Option<u64>,
     /// Its presence members.
     pub members: Vec<MemberRow>,
     /// Its subscriber counts.
     pub channels: Vec<ChannelRow>,
 }
 
-/// The rendezvous score of `node` for a channel: the live node with the
-/// highest score reports the channel's webhooks (ties go to the greater
-/// node id). FNV-1a over the three names, then a SplitMix64 finish, so the
+/// The rendezvous score of `node` for a channel: among the nodes that
+/// report webhooks, the one with the highest score reports the channel's
+/// (ties go to the greater node id). FNV-1a over the three names, then a SplitMix64 finish, so the
 /// score is the same on every node and every platform.
 pub fn owner_score(node: &str, app_id: &str, channel: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

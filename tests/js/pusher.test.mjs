@@ -698,7 +698,7 @@ describe('webhooks', () => {
 
 describe('heartbeat', () => {
   test('a silent Pusher socket hears pusher:ping, then 4201; one that answers pusher:pong stays', async () => {
-    const beating = await startNative({ ...CONFIG, heartbeat: { ping_interval_ms: 300, pong_timeout_ms: 1000 } });
+    const beating = await startNative({ ...CONFIG, heartbeat: { ping_interval_ms: 500, pong_timeout_ms: 2500 } });
     try {
       const url = `ws://127.0.0.1:${new URL(beating.url).port}/app/${APP.key}?protocol=7&client=test&version=1`;
       // Neither answers WebSocket Pings: only the JSON heartbeat counts.
@@ -713,7 +713,8 @@ describe('heartbeat', () => {
       assert.deepEqual(error.data, { code: 4201, message: 'Pong reply not received' });
       assert.equal(await silent.closeCode('the close'), 4201);
       await answering.frame((f) => f.event === 'pusher:ping', 'a ping to answer');
-      await settle(1200);
+      // Past the deadline it would have had without its pongs.
+      await settle(3000);
       answering.send({ event: 'pusher:ping', data: {} });
       await answering.frame((f) => f.event === 'pusher:pong', 'still open');
       assert.ok(answering.frames.filter((f) => f.event === 'pusher:ping').length >= 2, 'pinged while it idled');

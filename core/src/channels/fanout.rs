@@ -98,6 +98,7 @@ pub(crate) fn publish(
             payload,
             socket_id,
             client_event,
+            at: if client_event { cx.now.0 } else { 0 },
         },
     );
     cx.metrics.publishes += 1;

@@ -23,6 +23,8 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
     if node != reg.peers.me() && !reg.peers.heard(node, message.seq()) {
         return;
     }
+    // A state message's origin time is its seq, in milliseconds.
+    let at = message.seq().map_or(cx.now, |seq| Millis(seq / 1000));
     match message {
         ClusterMessage::Publication {
             app_id,
@@ -30,6 +32,7 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
             payload,
             socket_id,
             client_event,
+            at,
         } => {
             let Some(app) = reg.app_by_id(&app_id) else {
                 return;
@@ -44,7 +47,8 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
             if let (true, Some(socket_id), Some(channel)) =
                 (client_event, socket_id, channels.first())
             {
-                report_client_event(reg, app, channel, &payload, socket_id);
+                let at = if at == 0 { cx.now } else { Millis(at) };
+                report_client_event(reg, app, channel, &payload, (socket_id, at));
             }
         }
         ClusterMessage::MemberJoined {
@@ -56,7 +60,7 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
         } => {
             if let Some(app) = reg.app_by_id(&app_id) {
                 let info = user_info.and_then(|raw| serde_json::from_str(&raw).ok());
-                joined(reg, cx, app, &channel, node, &user_id, info);
+                joined(reg, cx, (app, &channel), (node, &user_id), info, at);
             }
         }
         ClusterMessage::MemberLeft {
@@ -66,7 +70,7 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
             ..
         } => {
             if let Some(app) = reg.app_by_id(&app_id) {
-                left(reg, cx, app, &channel, node, &user_id);
+                left(reg, cx, (app, &channel), (node, &user_id), at);
             }
         }
         ClusterMessage::Subscribers {
@@ -76,7 +80,7 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
             ..
         } => {
             if let Some(app) = reg.app_by_id(&app_id) {
-                set_count(reg, app, &channel, node, count);
+                set_count(reg, (app, &channel), node, count, at);
             }
         }
         ClusterMessage::TerminateUser { app_id, user_id } => {
@@ -89,7 +93,8 @@ pub(crate) fn message(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, message:
                 forget(reg, cx, &gone);
             }
         }
-        ClusterMessage::Hello | ClusterMessage::ThreadChanged { .. } => {}
+        ClusterMessage::Hello { since } => reg.peers.hello(node, since),
+        ClusterMessage::ThreadChanged { .. } => {}
     }
 }
 
@@ -100,7 +105,7 @@ fn report_client_event(
     app: AppIdx,
     channel: &str,
     payload: &str,
-    socket_id: String,
+    (socket_id, at): (String, Millis),
 ) {
     let Some(parts) = frames::payload_parts(payload) else {
         return;
@@ -112,7 +117,7 @@ fn report_client_event(
         socket_id,
         user_id: parts.user_id,
     };
-    webhooks::report(reg, app, event);
+    webhooks::report(reg, app, event, at);
 }
 
 /// Applies the broker's snapshot of the other nodes: each node's rows
@@ -124,15 +129,15 @@ fn report_client_event(
 pub(crate) fn snapshot(reg: &mut Registry, cx: &mut Ctx<'_>, nodes: Vec<NodeState>) {
     let present: BTreeSet<String> = nodes.iter().map(|n| n.node.clone()).collect();
     for state in nodes {
-        if reg.peers.snapshot(&state.node, state.seq, state.live) {
+        if reg.peers.snapshot(&state.node, state.seq, state.since) {
             replace(reg, cx, &state.node, &state.members, &state.channels);
         }
     }
     for gone in reg.peers.missing_from(&present) {
         forget(reg, cx, &gone);
     }
-    if reg.peers.settle() {
-        fanout::announce(cx, ClusterMessage::Hello);
+    if let Some(since) = reg.peers.settle(cx.now) {
+        fanout::announce(cx, ClusterMessage::Hello { since });
     }
 }
 
@@ -175,13 +180,13 @@ fn replace(
     };
     for ((app, channel), &count) in &counts {
         if count > held(reg, *app, channel) {
-            set_count(reg, *app, channel, node, count);
+            set_count(reg, (*app, channel), node, count, cx.now);
         }
     }
     sync_members(reg, cx, node, members);
     for ((app, channel), &count) in &counts {
         if count < held(reg, *app, channel) {
-            set_count(reg, *app, channel, node, count);
+            set_count(reg, (*app, channel), node, count, cx.now);
         }
     }
 }
@@ -204,12 +209,12 @@ fn sync_members(reg: &mut Registry, cx: &mut Ctx<'_>, node: &str, rows: &[Member
                 .remove(&(app, channel.clone(), user.clone()))
                 .is_none()
             {
-                left(reg, cx, app, &channel, node, &user);
+                left(reg, cx, (app, &channel), (node, &user), cx.now);
             }
         }
     }
     for ((app, channel, user), info) in wanted {
-        joined(reg, cx, app, &channel, node, &user, info);
+        joined(reg, cx, (app, &channel), (node, &user), info, cx.now);
     }
 }
 
@@ -221,7 +226,7 @@ pub(crate) fn local_state(reg: &mut Registry, now: Millis) -> NodeState {
     let mut state = NodeState {
         node: reg.peers.me().to_owned(),
         seq,
-        live: true,
+        since: reg.peers.since(),
         ..NodeState::default()
     };
     for app in &reg.apps {
@@ -261,9 +266,15 @@ fn members_of(reg: &Registry, app: AppIdx, node: &str) -> Vec<(String, String)> 
         .collect()
 }
 
-/// `node` has `count` subscribers of `channel` now; reports the channel's
-/// occupancy if that changed it.
-fn set_count(reg: &mut Registry, app: AppIdx, channel: &str, node: &str, count: u64) {
+/// `node` has `count` subscribers of `channel` since `at`; reports the
+/// channel's occupancy if that changed it.
+fn set_count(
+    reg: &mut Registry,
+    (app, channel): (AppIdx, &str),
+    node: &str,
+    count: u64,
+    at: Millis,
+) {
     let state = &mut reg.apps[app];
     let was = state.occupied(channel);
     let nodes = state.remote_counts.entry(channel.to_owned()).or_default();
@@ -283,18 +294,18 @@ fn set_count(reg: &mut Registry, app: AppIdx, channel: &str, node: &str, count: 
         } else {
             WebhookEvent::Vacated { channel }
         };
-        webhooks::report(reg, app, event);
+        webhooks::report(reg, app, event, at);
     }
 }
 
+/// `user` has a socket on `node` in presence `channel` since `at`.
 fn joined(
     reg: &mut Registry,
     cx: &mut Ctx<'_>,
-    app: AppIdx,
-    channel: &str,
-    node: &str,
-    user: &str,
+    (app, channel): (AppIdx, &str),
+    (node, user): (&str, &str),
     info: Option<Value>,
+    at: Millis,
 ) {
     let state = &mut reg.apps[app];
     let presence = state.presence.entry(channel.to_owned()).or_default();
@@ -311,10 +322,17 @@ fn joined(
         channel: channel.to_owned(),
         user_id: user.to_owned(),
     };
-    webhooks::report(reg, app, event);
+    webhooks::report(reg, app, event, at);
 }
 
-fn left(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, channel: &str, node: &str, user: &str) {
+/// `user` has no socket on `node` in presence `channel` since `at`.
+fn left(
+    reg: &mut Registry,
+    cx: &mut Ctx<'_>,
+    (app, channel): (AppIdx, &str),
+    (node, user): (&str, &str),
+    at: Millis,
+) {
     let state = &mut reg.apps[app];
     let Some(presence) = state.presence.get_mut(channel) else {
         return;
@@ -337,5 +355,5 @@ fn left(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, channel: &str, node: 
         channel: channel.to_owned(),
         user_id: user.to_owned(),
     };
-    webhooks::report(reg, app, event);
+    webhooks::report(reg, app, event, at);
 }

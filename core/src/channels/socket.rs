@@ -320,7 +320,7 @@ pub(crate) fn subscribe(
     announce_count(reg, cx, app, channel);
     if !was_occupied {
         let channel = channel.to_owned();
-        webhooks::report(reg, app, WebhookEvent::Occupied { channel });
+        webhooks::report(reg, app, WebhookEvent::Occupied { channel }, cx.now);
     }
     let Joined::Presence(arrival) = joined else {
         let frame = wire::subscription_succeeded(protocol, channel);
@@ -342,7 +342,7 @@ pub(crate) fn subscribe(
             channel: channel.to_owned(),
             user_id: identity.user_id.clone(),
         };
-        webhooks::report(reg, app, event);
+        webhooks::report(reg, app, event, cx.now);
     }
     if arrival.first_here {
         let seq = reg.peers.next_seq(cx.now);
@@ -411,7 +411,7 @@ fn leave(
                 channel: channel.to_owned(),
                 user_id: user.to_owned(),
             };
-            webhooks::report(reg, app, event);
+            webhooks::report(reg, app, event, cx.now);
         }
         if departure.last_here {
             let seq = reg.peers.next_seq(cx.now);
@@ -429,7 +429,7 @@ fn leave(
     announce_count(reg, cx, app, channel);
     if was_occupied && !reg.apps[app].occupied(channel) {
         let channel = channel.to_owned();
-        webhooks::report(reg, app, WebhookEvent::Vacated { channel });
+        webhooks::report(reg, app, WebhookEvent::Vacated { channel }, cx.now);
     }
 }
 

@@ -307,7 +307,7 @@ impl World {
             .map(|(node, rows)| NodeState {
                 node: self.nodes[*node].name.clone(),
                 seq: rows.seq,
-                live: true,
+                since: rows.since,
                 members: rows
                     .members
                     .iter()

@@ -149,6 +149,8 @@ pub(crate) struct NodeRows {
     pub(crate) members: BTreeMap<(String, String), Option<String>>,
     /// Subscribers per channel.
     pub(crate) counts: BTreeMap<String, u64>,
+    /// When the node reports webhooks from (its hello).
+    pub(crate) since: Option<u64>,
 }
 
 /// The whole simulated deployment.
@@ -390,6 +392,9 @@ impl World {
     }
 
     pub(crate) fn broadcast(&mut self, n: usize, message: ClusterMessage) {
+        if let ClusterMessage::Hello { since } = message {
+            self.rows.entry(n).or_default().since = Some(since);
+        }
         if let Some(seq) = message.seq() {
             let rows = self.rows.entry(n).or_default();
             rows.seq = seq;

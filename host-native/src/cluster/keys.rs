@@ -8,7 +8,7 @@
 //! | `{prefix}:probe:{node}` | pub/sub channel | the node's probes to itself |
 //! | `{prefix}:node:{node}` | string with expiry | the node is alive |
 //! | `{prefix}:nodes` | set | nodes that may hold channel state |
-//! | `{prefix}:state:{node}` | hash | the node's channel state: field `m␟app␟channel␟user` (a presence member, value its `user_info` JSON or empty), field `c␟app␟channel` (value its subscriber count), field `seq` (the `seq` of the last state message the fields reflect) |
+//! | `{prefix}:state:{node}` | hash | the node's channel state: field `m␟app␟channel␟user` (a presence member, value its `user_info` JSON or empty), field `c␟app␟channel` (value its subscriber count), field `seq` (the `seq` of the last state message the fields reflect), field `since` (when the node reports webhooks from, ms) |
 //! | `{prefix}:reap:{node}` | string with expiry | which node removes a gone node's state |
 //! | `{prefix}:idem:{app}:{key}` | string with expiry | a publication's `Idempotency-Key` claim |
 
@@ -20,6 +20,9 @@ const SEPARATOR: char = '\u{1f}';
 
 /// The state field holding the `seq` its other fields reflect.
 pub(crate) const SEQ_FIELD: &str = "seq";
+
+/// The state field holding when the node reports webhooks from.
+pub(crate) const SINCE_FIELD: &str = "since";
 
 /// The key names of one deployment.
 #[derive(Debug, Clone)]
@@ -97,23 +100,28 @@ pub(crate) fn state_fields(state: &NodeState) -> Vec<(String, String)> {
         .iter()
         .map(|c| (count_field(&c.app_id, &c.channel), c.count.to_string()));
     let seq = std::iter::once((SEQ_FIELD.to_owned(), state.seq.to_string()));
-    members.chain(counts).chain(seq).collect()
+    let since = state
+        .since
+        .map(|since| (SINCE_FIELD.to_owned(), since.to_string()));
+    members.chain(counts).chain(seq).chain(since).collect()
 }
 
 /// Reads `node`'s hash back; malformed fields are skipped.
 pub(crate) fn node_state(
     node: &str,
-    live: bool,
     fields: impl IntoIterator<Item = (String, String)>,
 ) -> NodeState {
     let mut state = NodeState {
         node: node.to_owned(),
-        live,
         ..NodeState::default()
     };
     for (field, value) in fields {
         if field == SEQ_FIELD {
             state.seq = value.parse().unwrap_or(0);
+            continue;
+        }
+        if field == SINCE_FIELD {
+            state.since = value.parse().ok();
             continue;
         }
         let parts: Vec<&str> = field.splitn(4, SEPARATOR).collect();
@@ -148,7 +156,7 @@ mod tests {
         let state = NodeState {
             node: "n1".into(),
             seq: 42,
-            live: true,
+            since: Some(7),
             members: vec![
                 MemberRow {
                     app_id: "app-1".into(),
@@ -172,7 +180,7 @@ mod tests {
         let mut fields = state_fields(&state);
         fields.push(("no separators".into(), String::new()));
         fields.push((count_field("app-1", "bad"), "x".into()));
-        assert_eq!(node_state("n1", true, fields), state);
+        assert_eq!(node_state("n1", fields), state);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use redis::{AsyncConnectionConfig, Pipeline, RedisResult};
 use tokio::sync::mpsc;
 
 use super::keys::{
-    count_field, member_field, member_value, node_state, state_fields, Keys, SEQ_FIELD,
+    count_field, member_field, member_value, node_state, state_fields, Keys, SEQ_FIELD, SINCE_FIELD,
 };
 use super::{Backoff, Health, NodeInfo};
 use crate::driver::Command;
@@ -197,10 +197,18 @@ impl Writer {
     /// state, before the message itself is published (a node that reads
     /// the state after the message sees the change).
     fn keep_state(&self, pipe: &mut Pipeline, message: &ClusterMessage) {
+        let own = self.keys.state(&self.node.id);
+        if let ClusterMessage::Hello { since } = message {
+            pipe.cmd("HSET")
+                .arg(&own)
+                .arg(SINCE_FIELD)
+                .arg(since)
+                .ignore();
+            return;
+        }
         let Some(seq) = message.seq() else {
             return;
         };
-        let own = self.keys.state(&self.node.id);
         pipe.cmd("SADD")
             .arg(self.keys.nodes())
             .arg(&self.node.id)
@@ -439,14 +447,11 @@ impl Writer {
             .await?;
         let mut states = Vec::new();
         for node in nodes.iter().filter(|n| **n != self.node.id) {
-            let (fields, live): (BTreeMap<String, String>, bool) = redis::pipe()
-                .cmd("HGETALL")
+            let fields: BTreeMap<String, String> = redis::cmd("HGETALL")
                 .arg(self.keys.state(node))
-                .cmd("EXISTS")
-                .arg(self.keys.alive(node))
                 .query_async(conn)
                 .await?;
-            states.push(node_state(node, live, fields));
+            states.push(node_state(node, fields));
         }
         let _ = self
             .inbox

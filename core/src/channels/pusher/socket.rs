@@ -135,7 +135,7 @@ fn client_event(
     let app_idx = socket.app;
     let target = (vec![channel.to_owned()], payload);
     fanout::publish(app, cx, target, socket_id, true);
-    webhooks::report(reg, app_idx, event);
+    webhooks::report(reg, app_idx, event, cx.now);
     Ok(())
 }
 

@@ -10,7 +10,7 @@
 //! keyed with the app secret.
 //!
 //! In a cluster every event of a channel is reported by one node, the
-//! channel's owner among the live nodes ([`crate::channels::peers`]):
+//! channel's reporter at the event's time (`channels/peers.rs`):
 //! `channel_occupied`/`channel_vacated` when the channel's subscribers on
 //! all nodes (which the nodes tell each other) go from none to some and
 //! back, `member_added`/`member_removed` when a user becomes or stops being
@@ -129,15 +129,15 @@ impl WebhookEvent {
     }
 }
 
-/// Notes `event` of `app` for the end of the input, if the app has
-/// webhooks and this node reports the channel's events. User channels
-/// (`#server-to-user-…`) have none.
-pub(crate) fn report(reg: &mut Registry, app: AppIdx, event: WebhookEvent) {
+/// Notes `event` of `app`, which happened at `at`, for the end of the
+/// input, if the app has webhooks and this node reports the channel's
+/// events at that time. User channels (`#server-to-user-…`) have none.
+pub(crate) fn report(reg: &mut Registry, app: AppIdx, event: WebhookEvent, at: Millis) {
     let config = &reg.apps[app].config;
     if config.webhooks.is_empty() || event.channel().starts_with('#') {
         return;
     }
-    if reg.peers.owns(&config.id, event.channel()) {
+    if reg.peers.owns(&config.id, event.channel(), at) {
         reg.webhooks.push((app, event));
     }
 }

@@ -152,7 +152,7 @@ fn state(node: &str, seq: u64, users: &[&str]) -> NodeState {
     NodeState {
         node: node.into(),
         seq,
-        live: true,
+        since: None,
         members: users.iter().map(|u| member(u)).collect(),
         channels: Vec::new(),
     }
@@ -169,8 +169,10 @@ fn the_cluster_state_replaces_what_was_known() {
     assert_eq!(events(&mut b, "pubb:member_added").len(), 2);
     assert_eq!(
         b.broadcasts.last(),
-        Some(&ClusterMessage::Hello),
-        "settled: it says so at once"
+        Some(&ClusterMessage::Hello {
+            since: b.now.0 + crate::channels::peers::REPORTER_GRACE_MS
+        }),
+        "settled: it says so at once, and when it reports"
     );
     b.broadcasts.clear();
     b.handle(Input::ClusterState {
@@ -381,9 +383,10 @@ fn hooked(name: &str) -> Harness {
     Harness::with(config)
 }
 
-/// Starts nodes that know each other (each gets its first snapshot).
+/// Starts nodes that know each other (each gets its first snapshot and
+/// the others' hellos), once all of them report.
 fn cluster(names: &[&str]) -> Vec<Harness> {
-    names
+    let mut nodes: Vec<Harness> = names
         .iter()
         .map(|me| {
             let mut h = hooked(me);
@@ -395,7 +398,12 @@ fn cluster(names: &[&str]) -> Vec<Harness> {
             h.handle(Input::ClusterState { nodes });
             h
         })
-        .collect()
+        .collect();
+    relay_all(&mut nodes, names);
+    for node in &mut nodes {
+        node.now = node.now.plus(crate::channels::peers::REPORTER_GRACE_MS);
+    }
+    nodes
 }
 
 /// Relays every node's broadcasts to every other, until none is left.
@@ -601,7 +609,7 @@ fn counts_are_cluster_wide() {
 }
 
 #[test]
-fn a_node_that_says_hello_reports_at_once() {
+fn a_node_that_said_hello_reports_from_its_time() {
     let mut a = cluster(&["a"]).remove(0);
     let channel = (0..100)
         .map(|i| format!("c{i}"))
@@ -612,7 +620,7 @@ fn a_node_that_says_hello_reports_at_once() {
         .expect("a channel b reports");
     a.handle(Input::Remote {
         node: "b",
-        message: ClusterMessage::Hello,
+        message: ClusterMessage::Hello { since: a.now.0 },
     });
     a.open(1, 1, ChannelProtocol::V2);
     a.send(1, subscribe(&channel));
