@@ -11,7 +11,7 @@
 //!   4008 none).
 //! - More commands than `command_rate`: `pusher:error` 4100 and close 4100
 //!   (reconnect after a back-off); subscriptions have their own allowance
-//!   (see [`frame`]). A message over the size limit: close 1009.
+//!   (`socket.rs`). A message over the size limit: close 1009.
 //! - Heartbeat: a socket silent for `activity_timeout` (the heartbeat's
 //!   `ping_interval_ms`, announced in `pusher:connection_established`)
 //!   hears `pusher:ping` (and a WebSocket Ping); one still silent when
