@@ -12,6 +12,7 @@ use super::signature::auth_string;
 
 mod arbitrary_frames;
 mod cluster;
+mod cluster_webhooks;
 mod presence_model;
 mod pusher;
 
