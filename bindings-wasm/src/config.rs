@@ -120,6 +120,7 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
         limits: c.limits,
         heartbeat: c.heartbeat,
         cluster: false,
+        node: String::new(),
     })
 }
 

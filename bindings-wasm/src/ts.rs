@@ -108,5 +108,7 @@ export interface Limits {
   http_rate_window_ms: number;
   max_connections: number;
   max_connections_per_principal: number;
+  webhook_batch_ms: number;
+  webhook_batch_events: number;
 }
 "#;

@@ -21,6 +21,10 @@ pub struct Config {
     /// One node of a cluster: tell the other nodes what they must see
     /// ([`crate::cluster`]) and claim publication keys cluster-wide.
     pub cluster: bool,
+    /// This node's id in the cluster (the name its messages reach the
+    /// other nodes under); with [`Config::cluster`], it decides which
+    /// channels' webhooks this node reports.
+    pub node: String,
 }
 
 /// Bearer authentication drivers (see [`crate::auth`]).
@@ -96,6 +100,65 @@ pub struct WebhookConfig {
     pub event_types: Vec<String>,
 }
 
+/// The event names a webhook may list in `event_types`.
+pub const WEBHOOK_EVENT_TYPES: [&str; 5] = [
+    "channel_occupied",
+    "channel_vacated",
+    "member_added",
+    "member_removed",
+    "client_event",
+];
+
+/// Why a webhook's config cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookConfigError {
+    /// The URL is not `http://…` or `https://…` with a host.
+    #[error("webhook url {0:?} must be http://HOST… or https://HOST…")]
+    Url(String),
+    /// `event_types` is empty.
+    #[error("webhook {0:?} lists no event_types")]
+    NoEventTypes(String),
+    /// An event type Pusher does not have.
+    #[error(
+        "webhook {url:?}: unknown event type {event:?} (expected channel_occupied, \
+         channel_vacated, member_added, member_removed or client_event)"
+    )]
+    EventType {
+        /// The webhook's URL.
+        url: String,
+        /// The unknown name.
+        event: String,
+    },
+}
+
+impl WebhookConfig {
+    /// Checks the URL's scheme and the event types.
+    pub fn validate(&self) -> Result<(), WebhookConfigError> {
+        let rest = self
+            .url
+            .strip_prefix("http://")
+            .or_else(|| self.url.strip_prefix("https://"));
+        let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+        if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
+            return Err(WebhookConfigError::Url(self.url.clone()));
+        }
+        if self.event_types.is_empty() {
+            return Err(WebhookConfigError::NoEventTypes(self.url.clone()));
+        }
+        match self
+            .event_types
+            .iter()
+            .find(|t| !WEBHOOK_EVENT_TYPES.contains(&t.as_str()))
+        {
+            Some(event) => Err(WebhookConfigError::EventType {
+                url: self.url.clone(),
+                event: event.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Per-connection and per-request limits. Every host reads them from its
 /// config under the field names below (`[limits]` in TOML, `limits` in
 /// JSON); a missing field keeps its default, an unknown one is refused.
@@ -121,13 +184,17 @@ pub struct Limits {
     /// Threads the engine keeps cached (their records, grants and
     /// participants); threads in use are kept beyond it.
     pub thread_cache: usize,
-    /// Channels per pubb socket (100).
+    /// Channels per channel socket, pubb or Pusher (100).
     pub max_channels: usize,
     /// Largest pubb client message (16 KiB; larger closes 1009).
     pub max_channel_message_bytes: usize,
     /// Largest published `data`, in bytes of JSON (10 KiB).
     pub max_publish_data_bytes: usize,
-    /// pubb commands allowed per `command_rate_window_ms` (20).
+    /// Channel socket messages allowed per `command_rate_window_ms` (20).
+    /// A Pusher socket's `pusher:subscribe` and `pusher:unsubscribe` are
+    /// counted apart, up to `max_channels + command_rate` per window (a
+    /// reconnecting client resubscribes to all its channels at once), and
+    /// its `pusher:pong` not at all.
     pub command_rate: u32,
     /// The window of `command_rate` (1000 ms).
     pub command_rate_window_ms: u64,
@@ -154,6 +221,13 @@ pub struct Limits {
     /// `max_fold_bytes` counts (64 MiB); past it the least recently read
     /// folds are dropped (and rebuilt from the store when read again).
     pub fold_cache_bytes: usize,
+    /// How long a Pusher webhook batch collects events after its first one
+    /// before it is sent, in milliseconds (50; 0 sends each input's events
+    /// at once).
+    pub webhook_batch_ms: u64,
+    /// Most events in one webhook batch: a batch that reaches it is sent at
+    /// once (100).
+    pub webhook_batch_events: usize,
 }
 
 impl Default for Limits {
@@ -179,6 +253,8 @@ impl Default for Limits {
             max_connections_per_principal: 0,
             max_fold_bytes: 8 * 1024 * 1024,
             fold_cache_bytes: 64 * 1024 * 1024,
+            webhook_batch_ms: 50,
+            webhook_batch_events: 100,
         }
     }
 }
@@ -200,5 +276,54 @@ impl Default for Heartbeat {
             ping_interval_ms: 20_000,
             pong_timeout_ms: 60_000,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(url: &str, events: &[&str]) -> WebhookConfig {
+        WebhookConfig {
+            url: url.into(),
+            event_types: events.iter().map(|e| (*e).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn webhooks_are_checked() {
+        assert_eq!(
+            hook("https://x.test/h", &WEBHOOK_EVENT_TYPES).validate(),
+            Ok(())
+        );
+        assert_eq!(
+            hook("http://127.0.0.1:9", &["client_event"]).validate(),
+            Ok(())
+        );
+        for url in [
+            "ftp://x/h",
+            "x.test/h",
+            "http://",
+            "https:///h",
+            "http://a b/",
+        ] {
+            assert_eq!(
+                hook(url, &["client_event"]).validate(),
+                Err(WebhookConfigError::Url(url.into())),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            hook("http://x", &[]).validate(),
+            Err(WebhookConfigError::NoEventTypes("http://x".into()))
+        );
+        assert_eq!(
+            hook("http://x", &["member_added", "channel_existence"])
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            "webhook \"http://x\": unknown event type \"channel_existence\" (expected \
+             channel_occupied, channel_vacated, member_added, member_removed or client_event)"
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::auth::{AuthError, Authenticator, KeyWait, Waiter};
 use crate::channels::Channels;
-use crate::cluster::ClusterMessage;
+use crate::cluster::{ClusterMessage, NodeState};
 use crate::config::{Config, Limits};
 use crate::conn_limits::{self, PrincipalConns};
 use crate::ctx::Ctx;
@@ -128,6 +128,7 @@ impl Engine {
             input,
         );
         self.threads.end_input(&mut cx);
+        self.channels.end_input(&mut cx);
         result
     }
 
@@ -167,14 +168,18 @@ impl Engine {
             }
             Input::OpenChannels { conn, handshake } => {
                 Self::register(conns, conn, ConnKind::Channels)?;
-                heartbeats.open(now, conn);
+                let idle = handshake.protocol() == crate::ChannelProtocol::Pusher;
+                heartbeats.open(now, conn, idle);
                 channels.open(cx, conn, handshake);
             }
             Input::Frame { conn, frame } => {
                 cx.metrics.frames_in += 1;
                 match Self::kind_of(conns, conn)? {
                     ConnKind::Threads => threads.frame(cx, conn, frame),
-                    ConnKind::Channels => channels.frame(cx, conn, frame),
+                    ConnKind::Channels => {
+                        heartbeats.activity(now, conn);
+                        channels.frame(cx, conn, frame);
+                    }
                 }
             }
             Input::Pong { conn } => {
@@ -240,7 +245,7 @@ impl Engine {
                 other => channels.remote(cx, node, other),
             },
             Input::Recheck => threads.recheck(cx),
-            Input::RemotePresence { entries } => channels.remote_presence(cx, entries),
+            Input::ClusterState { nodes } => channels.cluster_state(cx, nodes),
             Input::Claimed { claim, outcome } => channels.claimed(cx, claim, outcome),
             Input::KeysLoaded { keys } => {
                 auth.drivers.set_keys(keys);
@@ -290,6 +295,14 @@ impl Engine {
                                 reason: CloseReason::Dropped,
                             },
                         ),
+                        Beat::IdlePing(conn) => {
+                            channels.idle_ping(cx, conn);
+                            continue;
+                        }
+                        Beat::IdleExpired(conn) => {
+                            channels.idle_expired(cx, conn);
+                            continue;
+                        }
                     };
                     match conns.get(&conn) {
                         Some(ConnKind::Channels) => cx.out.push_unfenced(out),
@@ -297,6 +310,21 @@ impl Engine {
                     }
                 }
                 channels.tick(cx);
+            }
+            Input::Shutdown => {
+                channels.shutdown(cx);
+                let mut open: Vec<ConnId> = conns
+                    .iter()
+                    .filter(|(_, kind)| **kind == ConnKind::Threads)
+                    .map(|(conn, _)| *conn)
+                    .collect();
+                open.sort();
+                for conn in open {
+                    cx.out.push_unfenced(Output::Close {
+                        conn,
+                        reason: CloseReason::GoingAway,
+                    });
+                }
             }
         }
         Ok(())
@@ -354,7 +382,7 @@ impl Engine {
             subscriptions,
         } = open;
         Self::register(conns, conn, ConnKind::Threads)?;
-        heartbeats.open(cx.now, conn);
+        heartbeats.open(cx.now, conn, false);
         match auth.authenticate(cx, token, true) {
             Authn::Decided(principal) => {
                 Self::admit_threads(cx, threads, conns, principal_conns, conn, principal);
@@ -464,12 +492,12 @@ impl Engine {
         self.threads.subscribed_threads()
     }
 
-    /// This node's presence members, as the
-    /// [`ClusterMessage::MemberJoined`] announcements that re-create them
-    /// on the other nodes (after the broker lost its state).
+    /// This node's channel state (presence members and subscriber counts)
+    /// under a new `seq` taken at `now`: what the broker should hold for it
+    /// (written again at each periodic check, which repairs lost writes).
     #[must_use]
-    pub fn local_members(&self) -> Vec<ClusterMessage> {
-        self.channels.local_members()
+    pub fn local_state(&mut self, now: Millis) -> NodeState {
+        self.channels.local_state(now)
     }
 
     /// The next output, or `None` when there is nothing (yet) to do.
@@ -485,9 +513,10 @@ impl Engine {
     /// When to deliver the next [`Input::Tick`].
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Millis> {
+        let window = self.config.limits.webhook_batch_ms;
         [
             self.heartbeats.next_due(),
-            self.channels.next_deadline(),
+            self.channels.next_deadline(window),
             self.auth.keys.deadline(),
         ]
         .into_iter()

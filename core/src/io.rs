@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::auth::KeySet;
 use crate::channels::PusherError;
-use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use crate::cluster::{ClaimOutcome, ClusterMessage, NodeState};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{BatchId, ClaimId, ConnId, ReadId, RequestId, ThreadId};
 use crate::store::{Batch, ReadQuery, ReadResult, StoreError};
@@ -224,14 +224,18 @@ pub enum Input<'a> {
         /// What it said.
         message: ClusterMessage,
     },
-    /// The other nodes' presence members, as the broker holds them now
-    /// (the host leaves out this node's own rows). Replaces what the engine
-    /// knew of them; members that appear or vanish are announced to local
-    /// subscribers. Hosts send it after (re)connecting to the broker and
-    /// periodically, which also repairs lost messages.
-    RemotePresence {
-        /// Every other node's rows.
-        entries: Vec<PresenceEntry>,
+    /// The other nodes' channel state (presence members and subscriber
+    /// counts), as the broker holds it now (the host leaves out this
+    /// node). A node's rows replace what the engine knew of it unless the
+    /// engine already applied a newer message of that node; members that
+    /// appear or vanish are announced to local subscribers. The first one a
+    /// clustered engine gets is its start: before it, the engine reports no
+    /// webhook (it does not know what the cluster holds). Hosts send it
+    /// after (re)connecting to the broker and periodically, which also
+    /// repairs lost messages. A node missing from two in a row is gone.
+    ClusterState {
+        /// Every other node the broker knows.
+        nodes: Vec<NodeState>,
     },
     /// The broker may have lost messages (it reconnected, or a periodic
     /// check is due): read every thread with live subscriptions again and
@@ -255,6 +259,10 @@ pub enum Input<'a> {
     KeysFailed,
     /// A deadline from [`crate::Engine::poll_timeout`] passed (early ticks are harmless).
     Tick,
+    /// The host is going away: every socket is closed the way its protocol
+    /// says a client should come back (Pusher sockets hear `pusher:error`
+    /// 4200 and close with 4200, the others close with 1001).
+    Shutdown,
 }
 
 /// Something the host must do.

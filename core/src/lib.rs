@@ -103,7 +103,7 @@ mod threads;
 pub use clock::MonotonicNow;
 pub use config::{
     AppConfig, AuthConfig, ClaimRules, Config, Heartbeat, JwksConfig, KeyRefresh, Limits,
-    WebhookConfig,
+    WebhookConfig, WebhookConfigError, WEBHOOK_EVENT_TYPES,
 };
 pub use engine::Engine;
 pub use error::{BubbleError, ErrorCode};

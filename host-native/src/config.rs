@@ -38,6 +38,55 @@ pub struct Settings {
     pub io_threads: Option<usize>,
     /// Where the JWKS driver's keys come from (`[auth.jwks]`).
     pub jwks: Option<JwksSource>,
+    /// How Pusher webhooks are delivered (`[webhooks]`).
+    pub webhooks: WebhookSettings,
+}
+
+/// Webhook delivery, for every app's endpoints (`[webhooks]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// Batches one endpoint may have waiting; past it, new batches are
+    /// dropped (logged and counted in `bubble_webhook_batches_dropped_total`).
+    pub queue_batches: usize,
+    /// Extra root certificates (a PEM file) trusted for `https://`
+    /// endpoints, beside the bundled Mozilla roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> WebhookSettings {
+        WebhookSettings {
+            queue_batches: 10_000,
+            ca_file: None,
+        }
+    }
+}
+
+impl WebhookSettings {
+    fn from_file(file: Option<&FileWebhooks>) -> Result<WebhookSettings, ConfigError> {
+        let mut settings = WebhookSettings::default();
+        let Some(file) = file else {
+            return Ok(settings);
+        };
+        if let Some(queue) = file.queue_batches {
+            if queue == 0 {
+                return Err(ConfigError::Invalid(
+                    "webhooks.queue_batches must be at least 1".into(),
+                ));
+            }
+            settings.queue_batches = queue;
+        }
+        if let Some(path) = &file.ca_file {
+            if !path.is_file() {
+                return Err(ConfigError::Invalid(format!(
+                    "webhooks.ca_file {:?} is not a file",
+                    path.display().to_string()
+                )));
+            }
+            settings.ca_file = Some(path.clone());
+        }
+        Ok(settings)
+    }
 }
 
 /// A config that cannot be used.
@@ -100,6 +149,14 @@ struct FileConfig {
     heartbeat: Heartbeat,
     cors: Option<FileCors>,
     websocket: Option<FileWebsocket>,
+    webhooks: Option<FileWebhooks>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWebhooks {
+    queue_batches: Option<usize>,
+    ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -390,6 +447,17 @@ impl Settings {
                 "limits.outbound_queue_frames must be at least 1".into(),
             ));
         }
+        for app in &file.apps {
+            for hook in &app.webhooks {
+                let hook = WebhookConfig {
+                    url: hook.url.clone(),
+                    event_types: hook.event_types.clone(),
+                };
+                hook.validate()
+                    .map_err(|e| ConfigError::Invalid(format!("app {:?}: {e}", app.id)))?;
+            }
+        }
+        let webhooks = WebhookSettings::from_file(file.webhooks.as_ref())?;
         let engine = Config {
             admins: file.admins.iter().map(PrincipalId::new).collect(),
             auth: bubble_core::AuthConfig {
@@ -432,6 +500,7 @@ impl Settings {
             limits,
             heartbeat,
             cluster: cluster.is_some(),
+            node: cluster.as_ref().map(|c| c.node.clone()).unwrap_or_default(),
         };
         Ok(Settings {
             listen: args
@@ -447,6 +516,7 @@ impl Settings {
             cluster,
             io_threads: args.io_threads.or(file.io_threads),
             jwks: jwks_source,
+            webhooks,
         })
     }
 
@@ -659,6 +729,51 @@ mod tests {
         let mut a = args();
         a.ws_path = Some("/ws".into());
         assert_eq!(Settings::load(&a).unwrap().edge.ws_path(), "/ws");
+    }
+
+    #[test]
+    fn webhooks_are_checked_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bubble.toml");
+        let load = |hooks: &str| {
+            let text = format!("[[apps]]\nid = \"a\"\nkey = \"k\"\nsecret = \"s\"\n{hooks}");
+            std::fs::write(&path, text).unwrap();
+            let mut a = args();
+            a.config = Some(path.clone());
+            Settings::load(&a).map_err(|e| e.to_string())
+        };
+        let ok = load(
+            "[[apps.webhooks]]\nurl = \"https://hooks.test/p\"\nevent_types = [\"client_event\"]\n\
+             [webhooks]\nqueue_batches = 5\n",
+        )
+        .unwrap();
+        assert_eq!(ok.webhooks.queue_batches, 5);
+        assert_eq!(load("").unwrap().webhooks, WebhookSettings::default());
+        for (hooks, says) in [
+            (
+                "[[apps.webhooks]]\nurl = \"ftp://x/\"\nevent_types = [\"client_event\"]\n",
+                r#"app "a": webhook url "ftp://x/" must be http://HOST… or https://HOST…"#,
+            ),
+            (
+                "[[apps.webhooks]]\nurl = \"http://x/\"\nevent_types = [\"channel_created\"]\n",
+                r#"app "a": webhook "http://x/": unknown event type "channel_created""#,
+            ),
+            (
+                "[[apps.webhooks]]\nurl = \"http://x/\"\nevent_types = []\n",
+                r#"app "a": webhook "http://x/" lists no event_types"#,
+            ),
+            (
+                "[webhooks]\nqueue_batches = 0\n",
+                "webhooks.queue_batches must be at least 1",
+            ),
+            (
+                "[webhooks]\nca_file = \"/no/such/file.pem\"\n",
+                r#"webhooks.ca_file "/no/such/file.pem" is not a file"#,
+            ),
+        ] {
+            let err = load(hooks).unwrap_err();
+            assert!(err.starts_with(says), "{err}");
+        }
     }
 
     #[test]

@@ -81,6 +81,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         stats,
         broker,
         settings.jwks.clone(),
+        &settings.webhooks,
     )
     .map_err(io("starting the engine"))?;
     if crate::cluster::deployment(&settings.store).is_some() {
@@ -126,7 +127,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
     )
     .with_graceful_shutdown(async move {
         signalled.cancelled().await;
-        tracing::info!("shutting down: closing sockets with 1001");
+        tracing::info!("shutting down: closing sockets (1001, Pusher sockets 4200)");
         let _ = inbox.send(Command::Shutdown).await;
     })
     .await

@@ -6,8 +6,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import Echo from 'laravel-echo';
@@ -219,6 +223,28 @@ describe('pusher-js', () => {
     assert.deepEqual((await got)[0], { ok: true });
   });
 
+  test('35 channels subscribe at once, and again at once after a reconnection', async () => {
+    const client = await connect('many');
+    const names = Array.from({ length: 35 }, (_, i) => `many-${i}`);
+    const subscribed = (channel) => new Promise((resolve) => channel.bind('pusher:subscription_succeeded', resolve));
+    const channels = names.map((name) => client.subscribe(name));
+    await within(Promise.all(channels.map(subscribed)), 'the 35 subscriptions');
+    const before = client.connection.socket_id;
+    const reconnected = within(new Promise((resolve) => client.connection.bind('connected', resolve)), 'reconnection');
+    const resubscribed = within(Promise.all(channels.map(subscribed)), 'the 35 subscriptions again');
+    // A client message over the 16 KiB limit: the server closes the socket (1009).
+    client.send_event('client-big', 'x'.repeat(20 * 1024), 'private-none');
+    await reconnected;
+    const after = client.connection.socket_id;
+    assert.notEqual(after, before);
+    await resubscribed;
+    const got = channels.map((channel) => next(channel, 'fanout'));
+    await backend.trigger(names, 'fanout', { ok: true });
+    for (const [data] of await Promise.all(got)) assert.deepEqual(data, { ok: true });
+    assert.equal(client.connection.state, 'connected');
+    assert.equal(client.connection.socket_id, after, 'not refused (4100) and reconnected again');
+  });
+
   test('signs in through the pusher library\'s authenticateUser and hears sendToUser', async () => {
     const signin = ({ socketId }, callback) => callback(null, backend.authenticateUser(socketId, { id: 'nina', name: 'Nina' }));
     const client = await connect('nina', { ...clientOptions('nina'), userAuthentication: { customHandler: signin } });
@@ -240,32 +266,72 @@ describe('pusher-js', () => {
   });
 });
 
+/** A raw WebSocket that keeps every JSON frame; `frame(match)` waits for one. */
+async function rawSocket(url, options) {
+  const ws = new WebSocket(url, options);
+  const frames = [];
+  const waiters = [];
+  let closed = null;
+  ws.on('message', (raw) => {
+    frames.push(JSON.parse(raw));
+    waiters.splice(0).forEach((wake) => wake());
+  });
+  ws.on('close', (code) => {
+    closed = code;
+    waiters.splice(0).forEach((wake) => wake());
+  });
+  const frame = (match, what) =>
+    within(
+      new Promise((resolve) => {
+        const look = () => {
+          const found = frames.find(match);
+          if (found) resolve(found);
+          else waiters.push(look);
+        };
+        look();
+      }),
+      what,
+    );
+  const closeCode = (what) =>
+    within(
+      new Promise((resolve) => {
+        const look = () => (closed === null ? waiters.push(look) : resolve(closed));
+        look();
+      }),
+      what,
+    );
+  const send = (value) => ws.send(JSON.stringify(value));
+  return { ws, frames, frame, closeCode, send };
+}
+
+/** A pubb socket of the app on `serverPort`, after its `pubb:connection_established`. */
+async function pubbSocket(serverPort = port) {
+  const socket = await rawSocket(`ws://127.0.0.1:${serverPort}/socket?appKey=${APP.key}&protocol=2`);
+  const established = await socket.frame((f) => f.event === 'pubb:connection_established', 'pubb connection');
+  socket.socketId = JSON.parse(established.data).socket_id;
+  return socket;
+}
+
+/** Joins presence `channel` on a pubb socket as `user`, signed by the pubb auth endpoint. */
+async function pubbJoin(socket, channel, user) {
+  const res = await fetch(`http://127.0.0.1:${port}/api/apps/${APP.id}/auth`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${APP.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ socket_id: socket.socketId, channel_name: channel, user_id: user, user_info: { name: user.toUpperCase() } }),
+  });
+  assert.equal(res.status, 200);
+  const { auth, channel_data: channelData } = await res.json();
+  socket.send({ action: 'subscribe', channel, auth, channel_data: channelData });
+  return socket.frame((f) => f.event === 'pubb:subscription_succeeded' && f.channel === channel, `${user} in ${channel}`);
+}
+
 describe('both wire formats share the channels', () => {
   test('a pubb publication reaches pusher-js, a Pusher trigger reaches /socket', async () => {
     const client = await connect();
     const channel = await subscribe(client, 'shared');
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/socket?appKey=${APP.key}&protocol=2`);
-    const frames = [];
-    const waiters = [];
-    ws.on('message', (raw) => {
-      frames.push(JSON.parse(raw));
-      waiters.splice(0).forEach((wake) => wake());
-    });
-    const frame = (match, what) =>
-      within(
-        new Promise((resolve) => {
-          const look = () => {
-            const found = frames.find(match);
-            if (found) resolve(found);
-            else waiters.push(look);
-          };
-          look();
-        }),
-        what,
-      );
-    await frame((f) => f.event === 'pubb:connection_established', 'pubb connection');
-    ws.send(JSON.stringify({ action: 'subscribe', channel: 'shared' }));
-    await frame((f) => f.event === 'pubb:subscription_succeeded', 'pubb subscription');
+    const pubb = await pubbSocket();
+    pubb.send({ action: 'subscribe', channel: 'shared' });
+    await pubb.frame((f) => f.event === 'pubb:subscription_succeeded', 'pubb subscription');
     const fromPubb = next(channel, 'pubb.event');
     const res = await fetch(`http://127.0.0.1:${port}/api/apps/${APP.id}/events`, {
       method: 'POST',
@@ -275,10 +341,43 @@ describe('both wire formats share the channels', () => {
     assert.equal(res.status, 202);
     assert.deepEqual((await fromPubb)[0], { n: 1 });
     await backend.trigger('shared', 'pusher.event', { n: 2 });
-    const delivered = await frame((f) => f.channel === 'shared' && !f.event && JSON.parse(f.data).name === 'pusher.event', 'pubb delivery');
+    const delivered = await pubb.frame((f) => f.channel === 'shared' && !f.event && JSON.parse(f.data).name === 'pusher.event', 'pubb delivery');
     assert.deepEqual(JSON.parse(delivered.data), { name: 'pusher.event', data: JSON.stringify({ n: 2 }) });
-    ws.close();
-    await once(ws, 'close');
+    pubb.ws.close();
+    await once(pubb.ws, 'close');
+  });
+
+  test('one presence channel, members of both: they see each other, one user on both is one member', async () => {
+    const channel = 'presence-mixed';
+    const ann = await connect('ann');
+    const room = await subscribe(ann, channel);
+    const boJoins = next(room, 'pusher:member_added');
+    const bo = await pubbSocket();
+    const snapshot = await pubbJoin(bo, channel, 'bo');
+    assert.deepEqual(snapshot.data.presence.ids, ['ann', 'bo'], 'the pubb member sees the pusher-js member');
+    assert.deepEqual(snapshot.data.presence.hash.ann, { name: 'ANN' });
+    const [added] = await boJoins;
+    assert.deepEqual([added.id, added.info], ['bo', { name: 'BO' }], 'the pusher-js member sees the pubb member');
+    assert.equal(room.members.count, 2);
+
+    // Ann on a pubb socket too: still one member, nobody hears her join.
+    const annAgain = await pubbSocket();
+    const again = await pubbJoin(annAgain, channel, 'ann');
+    assert.equal(again.data.presence.count, 2);
+    const users = async () => (await (await backend.get({ path: `/channels/${channel}/users` })).json()).users.map((u) => u.id);
+    assert.deepEqual(await users(), ['ann', 'bo']);
+    const count = async () => (await (await backend.get({ path: `/channels/${channel}`, params: { info: 'user_count,subscription_count' } })).json());
+    assert.deepEqual(await count(), { occupied: true, user_count: 2, subscription_count: 3 });
+    // Her pusher-js socket leaves: she is still a member (on /socket).
+    ann.unsubscribe(channel);
+    await until(count, (c) => c.subscription_count === 2, 'ann\'s pusher-js socket to leave');
+    assert.deepEqual(await users(), ['ann', 'bo']);
+    const annLeaves = bo.frame((f) => f.event === 'pubb:member_removed', 'ann leaving');
+    annAgain.ws.close();
+    assert.deepEqual((await annLeaves).data, { user_id: 'ann' });
+    assert.equal(bo.frames.filter((f) => f.event === 'pubb:member_added').length, 0, 'ann never joined anew');
+    bo.ws.close();
+    await until(users, (ids) => ids.length === 0, 'the channel to empty');
   });
 });
 
@@ -346,22 +445,30 @@ describe('laravel-echo over pusher-js', () => {
   });
 });
 
-/** A webhook endpoint: verifies each POST with the `pusher` library's `webhook()`. */
-function webhookEndpoint() {
+/**
+ * A webhook endpoint: verifies each POST with the `pusher` library's
+ * `webhook()`. With `tls` (`{key, cert}`) it is an HTTPS server. While
+ * `hang` is set it reads each POST and never answers.
+ */
+function webhookEndpoint(tls) {
   const received = [];
   const invalid = [];
   const waiters = [];
-  const http = createServer(async (req, res) => {
+  const endpoint = { received, invalid, posts: 0, hang: false };
+  const handler = async (req, res) => {
+    endpoint.posts += 1;
     let rawBody = '';
     for await (const chunk of req) rawBody += chunk;
+    if (endpoint.hang) return;
     const hook = backend.webhook({ headers: req.headers, rawBody });
     if (hook.isValid()) received.push(...hook.getEvents());
     else invalid.push(rawBody);
     res.end();
     waiters.splice(0).forEach((wake) => wake());
-  });
+  };
+  endpoint.http = tls ? createHttpsServer(tls, handler) : createServer(handler);
   /** Resolves once `count` events arrived. */
-  const events = (count, what) =>
+  endpoint.events = (count, what) =>
     within(
       new Promise((resolve) => {
         const look = () => (received.length >= count ? resolve(received.slice(0, count)) : waiters.push(look));
@@ -369,8 +476,27 @@ function webhookEndpoint() {
       }),
       what,
     );
-  return { http, received, invalid, events };
+  endpoint.listen = (onPort = 0) => new Promise((resolve) => endpoint.http.listen(onPort, '127.0.0.1', resolve));
+  endpoint.close = () => {
+    endpoint.http.close();
+    endpoint.http.closeAllConnections();
+  };
+  endpoint.url = (scheme = 'http') => `${scheme}://127.0.0.1:${endpoint.http.address().port}/hooks`;
+  return endpoint;
 }
+
+/** Every event type, for an endpoint that hears them all. */
+const ALL_EVENTS = ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event'];
+
+/** `events` as `name channel user?` lines, grouped by channel in their order. */
+function byChannel(events) {
+  const channels = {};
+  for (const e of events) (channels[e.channel] ??= []).push(`${e.name}${e.user_id ? ` ${e.user_id}` : ''}`);
+  return channels;
+}
+
+/** Waits `ms` (for a negative check: that nothing more arrives). */
+const settle = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A port nothing listens on (yet). */
 async function freePort() {
@@ -384,7 +510,7 @@ async function freePort() {
 describe('webhooks', () => {
   test('signed batches in order; an endpoint that is down blocks nothing and gets its events once back', async () => {
     const up = webhookEndpoint();
-    await new Promise((resolve) => up.http.listen(0, '127.0.0.1', resolve));
+    await up.listen();
     const down = webhookEndpoint();
     const downPort = await freePort();
     const hooked = await startNative({
@@ -393,10 +519,7 @@ describe('webhooks', () => {
           ...APP,
           client_events: true,
           webhooks: [
-            {
-              url: `http://127.0.0.1:${up.http.address().port}/hooks`,
-              event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event'],
-            },
+            { url: up.url(), event_types: ALL_EVENTS },
             { url: `http://127.0.0.1:${downPort}/hooks`, event_types: ['channel_occupied', 'channel_vacated'] },
           ],
         },
@@ -433,7 +556,7 @@ describe('webhooks', () => {
       assert.equal(JSON.parse(events[3].data).n, 1);
       assert.deepEqual(up.invalid, []);
 
-      await new Promise((resolve) => down.http.listen(downPort, '127.0.0.1', resolve));
+      await down.listen(downPort);
       const late = await down.events(2, 'the events of the endpoint that was down');
       assert.deepEqual(
         late.map((e) => e.name),
@@ -441,11 +564,164 @@ describe('webhooks', () => {
       );
       assert.deepEqual(down.invalid, []);
     } finally {
-      up.http.close();
-      up.http.closeAllConnections();
-      down.http.close();
-      down.http.closeAllConnections();
+      up.close();
+      down.close();
       await hooked.stop();
+    }
+  });
+
+  test('unsubscribe: no more events, and channel_vacated', async () => {
+    const hooks = webhookEndpoint();
+    await hooks.listen();
+    const hooked = await startNative({ apps: [{ ...APP, webhooks: [{ url: hooks.url(), event_types: ALL_EVENTS }] }] });
+    try {
+      const hookPort = Number(new URL(hooked.url).port);
+      const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(hookPort), useTLS: false });
+      const client = await connect('una', clientOptions('una', hookPort));
+      await subscribe(client, 'leaving');
+      const staying = await subscribe(client, 'staying');
+      // A raw Pusher socket shows the wire: after its unsubscribe, nothing of the channel reaches it.
+      const raw = await rawSocket(`ws://127.0.0.1:${hookPort}/app/${APP.key}?protocol=7&client=test&version=1`);
+      await raw.frame((f) => f.event === 'pusher:connection_established', 'raw connection');
+      raw.send({ event: 'pusher:subscribe', data: { channel: 'leaving' } });
+      raw.send({ event: 'pusher:subscribe', data: { channel: 'staying' } });
+      await raw.frame((f) => f.event === 'pusher_internal:subscription_succeeded' && f.channel === 'staying', 'raw subscriptions');
+      assert.deepEqual(await hooks.events(2, 'occupied'), [
+        { name: 'channel_occupied', channel: 'leaving' },
+        { name: 'channel_occupied', channel: 'staying' },
+      ]);
+
+      client.unsubscribe('leaving');
+      raw.send({ event: 'pusher:unsubscribe', data: { channel: 'leaving' } });
+      const [, vacated] = (await hooks.events(3, 'vacated')).slice(1);
+      assert.deepEqual(vacated, { name: 'channel_vacated', channel: 'leaving' });
+      const info = await (await api.get({ path: '/channels/leaving', params: { info: 'subscription_count' } })).json();
+      assert.deepEqual(info, { occupied: false, subscription_count: 0 });
+
+      // One publication to both channels: only the one still subscribed arrives.
+      const heard = next(staying, 'after');
+      await api.trigger(['leaving', 'staying'], 'after', { n: 1 });
+      assert.deepEqual((await heard)[0], { n: 1 });
+      await raw.frame((f) => f.event === 'after' && f.channel === 'staying', 'the raw socket\'s event');
+      assert.deepEqual(
+        raw.frames.filter((f) => f.channel === 'leaving').map((f) => f.event),
+        ['pusher_internal:subscription_succeeded'],
+        'nothing of the channel after the unsubscribe',
+      );
+      raw.ws.close();
+      client.disconnect();
+      await hooks.events(4, 'the last vacancy');
+      await settle(300);
+      assert.equal(hooks.received.length, 4);
+      assert.deepEqual(hooks.invalid, []);
+    } finally {
+      hooks.close();
+      await hooked.stop();
+    }
+  });
+
+  test('an endpoint that does not answer does not slow delivery', async () => {
+    // Generous bound, documented: on this machine a client event reaches
+    // the other client in milliseconds; a delivery that waited for a
+    // webhook POST would wait for the endpoint (up to the POST's 10 s
+    // timeout). So the slowest delivery while the endpoint hangs must stay
+    // within a second of the slowest while it answers.
+    const hooks = webhookEndpoint();
+    await hooks.listen();
+    const hooked = await startNative({
+      apps: [{ ...APP, client_events: true, webhooks: [{ url: hooks.url(), event_types: ['client_event'] }] }],
+    });
+    try {
+      const hookPort = Number(new URL(hooked.url).port);
+      const [kay, lee] = [await connect('kay', clientOptions('kay', hookPort)), await connect('lee', clientOptions('lee', hookPort))];
+      const [from, to] = [await subscribe(kay, 'private-latency'), await subscribe(lee, 'private-latency')];
+      const slowest = async (label) => {
+        let worst = 0;
+        for (let i = 0; i < 8; i += 1) {
+          const heard = next(to, 'client-tick');
+          const sent = performance.now();
+          from.trigger('client-tick', { label, i });
+          assert.deepEqual((await heard)[0], { label, i });
+          worst = Math.max(worst, performance.now() - sent);
+          await settle(130);
+        }
+        return worst;
+      };
+      const answering = await slowest('up');
+      await hooks.events(8, 'the answered client events');
+      hooks.hang = true;
+      const postsBefore = hooks.posts;
+      const hanging = await slowest('hanging');
+      assert.ok(hooks.posts > postsBefore, 'webhook POSTs were waiting on the endpoint meanwhile');
+      assert.ok(hanging < answering + 1000, `slowest delivery ${hanging} ms while the endpoint hangs, ${answering} ms while it answers`);
+    } finally {
+      hooks.close();
+      await hooked.stop();
+    }
+  });
+
+  test('https endpoints, trusted through [webhooks] ca_file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bubble-tls-'));
+    try {
+      const file = (name) => join(dir, name);
+      const openssl = (...args) => execFileSync('openssl', args, { stdio: 'ignore' });
+      const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+      openssl('req', '-x509', ...ec, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=bubble test CA');
+      openssl('req', ...ec, '-keyout', file('leaf.key'), '-out', file('leaf.csr'), '-subj', '/CN=127.0.0.1');
+      writeFileSync(file('leaf.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
+      openssl('x509', '-req', '-in', file('leaf.csr'), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial',
+        '-out', file('leaf.pem'), '-days', '2', '-extfile', file('leaf.ext'));
+      const hooks = webhookEndpoint({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.pem')) });
+      await hooks.listen();
+      const hooked = await startNative({
+        apps: [{ ...APP, webhooks: [{ url: hooks.url('https'), event_types: ALL_EVENTS }] }],
+        webhooks: { ca_file: file('ca.pem') },
+      });
+      try {
+        const client = await connect('tia', clientOptions('tia', Number(new URL(hooked.url).port)));
+        await subscribe(client, 'over-tls');
+        client.disconnect();
+        assert.deepEqual(await hooks.events(2, 'the events over https'), [
+          { name: 'channel_occupied', channel: 'over-tls' },
+          { name: 'channel_vacated', channel: 'over-tls' },
+        ]);
+        assert.deepEqual(hooks.invalid, []);
+      } finally {
+        hooks.close();
+        await hooked.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('heartbeat', () => {
+  test('a silent Pusher socket hears pusher:ping, then 4201; one that answers pusher:pong stays', async () => {
+    const beating = await startNative({ ...CONFIG, heartbeat: { ping_interval_ms: 500, pong_timeout_ms: 2500 } });
+    try {
+      const url = `ws://127.0.0.1:${new URL(beating.url).port}/app/${APP.key}?protocol=7&client=test&version=1`;
+      // Neither answers WebSocket Pings: only the JSON heartbeat counts.
+      const [silent, answering] = [await rawSocket(url, { autoPong: false }), await rawSocket(url, { autoPong: false })];
+      answering.ws.on('message', (raw) => {
+        if (JSON.parse(raw).event === 'pusher:ping') answering.send({ event: 'pusher:pong', data: {} });
+      });
+      const established = await silent.frame((f) => f.event === 'pusher:connection_established', 'connection');
+      assert.equal(JSON.parse(established.data).activity_timeout, 1, 'the ping interval, in seconds');
+      assert.deepEqual(await silent.frame((f) => f.event === 'pusher:ping', 'the server\'s ping'), { event: 'pusher:ping', data: '{}' });
+      const error = await silent.frame((f) => f.event === 'pusher:error', '4201');
+      assert.deepEqual(error.data, { code: 4201, message: 'Pong reply not received' });
+      assert.equal(await silent.closeCode('the close'), 4201);
+      await answering.frame((f) => f.event === 'pusher:ping', 'a ping to answer');
+      // Past the deadline it would have had without its pongs.
+      await settle(3000);
+      answering.send({ event: 'pusher:ping', data: {} });
+      await answering.frame((f) => f.event === 'pusher:pong', 'still open');
+      assert.ok(answering.frames.filter((f) => f.event === 'pusher:ping').length >= 2, 'pinged while it idled');
+      assert.equal(answering.frames.find((f) => f.event === 'pusher:error'), undefined);
+      answering.ws.close();
+    } finally {
+      await beating.stop();
     }
   });
 });
@@ -465,26 +741,13 @@ async function until(fetch, done, what) {
 }
 
 describe('cluster', () => {
-  test('pusher-js clients on two nodes hear each other\'s presence and client events; webhooks once', async () => {
+  test('pusher-js clients on three nodes: presence, client events, cluster-wide queries; every webhook once, in order per channel, a killed node included', async () => {
     const postgres = process.env.BUBBLE_TEST_POSTGRES ?? 'postgres://postgres:postgres@127.0.0.1:5432/test';
     const redis = process.env.BUBBLE_TEST_REDIS ?? 'redis://127.0.0.1:6379';
     const schema = `bubble_js_${process.pid}_${Date.now().toString(36)}`;
     const hooks = webhookEndpoint();
-    await new Promise((resolve) => hooks.http.listen(0, '127.0.0.1', resolve));
-    const hooked = {
-      apps: [
-        {
-          ...APP,
-          client_events: true,
-          webhooks: [
-            {
-              url: `http://127.0.0.1:${hooks.http.address().port}/hooks`,
-              event_types: ['channel_occupied', 'channel_vacated', 'member_added', 'member_removed', 'client_event'],
-            },
-          ],
-        },
-      ],
-    };
+    await hooks.listen();
+    const hooked = { apps: [{ ...APP, client_events: true, webhooks: [{ url: hooks.url(), event_types: ALL_EVENTS }] }] };
     const node = (id) =>
       startNative(hooked, {
         store: `${postgres}?schema=${schema}`,
@@ -496,15 +759,23 @@ describe('cluster', () => {
       nodes.push(await node('node-2'));
       const [port1, port2] = nodes.map((n) => Number(new URL(n.url).port));
       const api = (p) => new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(p), useTLS: false });
-      const users = async (p) => (await (await api(p).get({ path: '/channels/presence-cluster/users' })).json()).users.map((u) => u.id);
+      const get = async (p, path, params) => (await api(p).get({ path, params })).json();
+      const users = async (p) => (await get(p, '/channels/presence-cluster/users')).users.map((u) => u.id);
+      const room = 'presence-cluster';
 
+      // Alice on node 1; node 2 answers for her subscription and membership.
       const alice = await connect('alice', clientOptions('alice', port1));
-      const aliceRoom = await subscribe(alice, 'presence-cluster');
+      const aliceRoom = await subscribe(alice, room);
       await until(() => users(port2), (ids) => ids.includes('alice'), 'node-2 to hear of alice');
+      assert.deepEqual(await get(port2, `/channels/${room}`, { info: 'subscription_count,user_count' }), {
+        occupied: true,
+        subscription_count: 1,
+        user_count: 1,
+      });
 
       const joined = next(aliceRoom, 'pusher:member_added');
       const bob = await connect('bob', clientOptions('bob', port2));
-      const bobRoom = await subscribe(bob, 'presence-cluster');
+      const bobRoom = await subscribe(bob, room);
       assert.deepEqual(bobRoom.members.get('alice')?.info, { name: 'ALICE' }, 'bob sees alice in his snapshot');
       assert.equal((await joined)[0].id, 'bob');
       await until(() => users(port1), (ids) => ids.includes('bob'), 'node-1 to hear of bob');
@@ -517,31 +788,66 @@ describe('cluster', () => {
       const toAlice = next(aliceRoom, 'client-hello');
       bobRoom.trigger('client-hello', { from: 'bob' });
       assert.deepEqual((await toAlice)[0], { from: 'bob' });
+      await hooks.events(5, 'the first events');
 
-      const left = next(aliceRoom, 'pusher:member_removed');
-      bob.disconnect();
-      assert.equal((await left)[0].id, 'bob');
+      // A node that starts learns what the cluster holds: carol joining on
+      // it is a new member, the channel is not occupied anew.
+      nodes.push(await node('node-3'));
+      const port3 = Number(new URL(nodes[2].url).port);
+      await until(() => users(port3), (ids) => ids.length === 2, 'node-3 to load the members');
+      const carolJoined = next(aliceRoom, 'pusher:member_added');
+      const carol = await connect('carol', clientOptions('carol', port3));
+      await subscribe(carol, room);
+      assert.equal((await carolJoined)[0].id, 'carol');
+
+      // Two nodes' first subscribers arrive at once, and leave at once.
+      const [xena, yuri] = [await connect('xena', clientOptions('xena', port1)), await connect('yuri', clientOptions('yuri', port2))];
+      await Promise.all([subscribe(xena, 'race'), subscribe(yuri, 'race')]);
+      await until(() => get(port3, '/channels/race', { info: 'subscription_count' }), (c) => c.subscription_count === 2, 'both racers');
+      xena.unsubscribe('race');
+      yuri.unsubscribe('race');
+      await until(() => get(port3, '/channels/race'), (c) => !c.occupied, 'the race to end');
+
+      // Node 2 dies: its members leave and the channels only it held are vacated.
+      const dave = await connect('dave', clientOptions('dave', port2));
+      await subscribe(dave, 'solo');
+      await until(() => get(port1, '/channels/solo'), (c) => c.occupied, 'node-1 to see solo');
+      // Everything so far is out before the node dies (it may be the reporter).
+      await hooks.events(9, 'the events before the kill');
+      const bobGone = next(aliceRoom, 'pusher:member_removed');
+      await nodes[1].kill();
+      for (const client of [bob, dave, yuri]) client.disconnect();
+      assert.equal((await bobGone)[0].id, 'bob');
+      await until(() => get(port3, '/channels/solo'), (c) => !c.occupied, 'node-3 to forget solo');
+
+      carol.disconnect();
+      await until(() => users(port1), (ids) => !ids.includes('carol'), 'carol to leave');
       alice.disconnect();
+      xena.disconnect();
 
-      // Every webhook event once for the whole cluster.
-      const events = await hooks.events(8, 'the cluster\'s webhook events');
-      assert.deepEqual(
-        events.map((e) => `${e.name} ${e.user_id ?? ''}`).sort(),
-        [
-          'channel_occupied ',
-          'channel_vacated ',
-          'client_event alice',
-          'client_event bob',
+      const expected = {
+        [room]: [
+          'channel_occupied',
           'member_added alice',
           'member_added bob',
-          'member_removed alice',
+          'client_event alice',
+          'client_event bob',
+          'member_added carol',
           'member_removed bob',
+          'member_removed carol',
+          'member_removed alice',
+          'channel_vacated',
         ],
-      );
+        race: ['channel_occupied', 'channel_vacated'],
+        solo: ['channel_occupied', 'channel_vacated'],
+      };
+      const total = Object.values(expected).flat().length;
+      await hooks.events(total, 'every webhook event');
+      await settle(2500);
+      assert.deepEqual(byChannel(hooks.received), expected, 'once each, in order per channel, nothing more');
       assert.deepEqual(hooks.invalid, []);
     } finally {
-      hooks.http.close();
-      hooks.http.closeAllConnections();
+      hooks.close();
       for (const n of nodes) await n.stop();
       execFileSync('psql', [postgres, '-qtAX', '-c', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore' });
     }

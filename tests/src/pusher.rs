@@ -100,6 +100,15 @@ impl PusherSocket {
         self.ws.recv_json().await
     }
 
+    /// Sends a `pusher:subscribe` the server refuses: returns the data of
+    /// its `pusher:error` (what was wrong, as Pusher says it) and the
+    /// channel's `pusher:subscription_error` that follows.
+    pub async fn subscribe_refused(&mut self, data: Value) -> (Value, Value) {
+        let error = self.subscribe(data).await;
+        assert_eq!(error["event"], "pusher:error", "{error}");
+        (error["data"].clone(), self.ws.recv_json().await)
+    }
+
     /// Sends `pusher:ping` and expects `pusher:pong` as the next frame: the
     /// socket is open and nothing else was queued before it.
     pub async fn ping_pong(&mut self) {

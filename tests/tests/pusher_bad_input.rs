@@ -66,6 +66,9 @@ async fn bad_versions_and_keys_are_refused_with_pusher_codes() {
             4001,
             "Application does not exist",
         ),
+        ("/app?protocol=7", 4005, "Path not found"),
+        ("/app/?protocol=7", 4005, "Path not found"),
+        ("/app/app-key/extra?protocol=7", 4005, "Path not found"),
     ] {
         let (data, close) = refusal(&server, path).await;
         assert_eq!(data, json!({ "code": code, "message": message }), "{path}");
@@ -165,19 +168,46 @@ async fn bad_subscriptions_oversized_messages_and_floods() {
     let server = Server::start(CONFIG);
     let mut s = connect_pusher(&server, "app-key").await;
     let forged = format!("app-key:{}", "0".repeat(64));
-    let error = s
-        .subscribe(json!({ "channel": "private-x", "auth": forged }))
+    let (error, refused) = s
+        .subscribe_refused(json!({ "channel": "private-x", "auth": forged }))
         .await;
     assert_eq!(
         error,
+        json!({
+            "code": null,
+            "message": format!(
+                "Invalid signature: Expected HMAC SHA256 hex digest of {}:private-x, but got {}",
+                s.socket_id,
+                "0".repeat(64)
+            ),
+        })
+    );
+    assert_eq!(
+        refused,
         json!({
             "event": "pusher:subscription_error",
             "channel": "private-x",
             "data": { "type": "AuthError", "error": "Subscription not authorized", "status": 401 },
         })
     );
-    let error = s.subscribe(json!({ "channel": "bad name" })).await;
-    assert_eq!(error["data"]["status"], 400);
+    let (error, refused) = s
+        .subscribe_refused(json!({ "channel": "private-x", "auth": "key-2:abc" }))
+        .await;
+    assert_eq!(
+        error["message"],
+        "Invalid key in subscription auth data: 'key-2'"
+    );
+    assert_eq!(refused["data"]["status"], 401);
+    let (error, refused) = s.subscribe_refused(json!({ "channel": "bad name" })).await;
+    assert_eq!(error["message"], "Invalid channel name: 'bad name'");
+    assert_eq!(refused["data"]["status"], 400);
+    // Pusher's channel names: at most 164 characters.
+    let long = "c".repeat(165);
+    let (error, refused) = s.subscribe_refused(json!({ "channel": long })).await;
+    assert_eq!(error["message"], format!("Invalid channel name: '{long}'"));
+    assert_eq!(refused["data"]["status"], 400);
+    let ack = s.subscribe(json!({ "channel": "c".repeat(164) })).await;
+    assert_eq!(ack["event"], "pusher_internal:subscription_succeeded");
     s.ping_pong().await;
 
     s.ws.send_text(&"x".repeat(17 * 1024)).await;
@@ -286,6 +316,54 @@ async fn http_api_refuses_bad_signatures_stale_timestamps_and_oversized_bodies()
             "Method not allowed",
             signed(&server, APP_1, "GET", path, &[], b"", now).await,
         ),
+        (
+            400,
+            "Invalid socket id: 'abc'",
+            signed(
+                &server,
+                APP_1,
+                "POST",
+                path,
+                &[],
+                json!({ "name": "e", "data": "x", "channel": "news", "socket_id": "abc" })
+                    .to_string()
+                    .as_bytes(),
+                now,
+            )
+            .await,
+        ),
+        (
+            400,
+            "Invalid channel name: ",
+            signed(
+                &server,
+                APP_1,
+                "POST",
+                path,
+                &[],
+                json!({ "name": "e", "data": "x", "channel": "c".repeat(165) })
+                    .to_string()
+                    .as_bytes(),
+                now,
+            )
+            .await,
+        ),
+        (
+            413,
+            "Payload too large: the request body must be at most 803640 bytes",
+            signed(
+                &server,
+                APP_1,
+                "POST",
+                path,
+                &[],
+                json!({ "name": "e", "data": "x".repeat(900 * 1024), "channel": "news" })
+                    .to_string()
+                    .as_bytes(),
+                now,
+            )
+            .await,
+        ),
     ];
     for (status, start, response) in checks {
         let (got_status, text) = status_and_text(response);
@@ -388,16 +466,16 @@ async fn signin_then_terminate_and_a_bad_signin_is_refused_with_4009() {
         json!({ "event": "pusher:signin_success", "data": { "user_data": user_data } })
     );
     // Its own user channel only; a socket not signed in has none.
-    let other = signed_in
-        .subscribe(json!({ "channel": "#server-to-user-u8" }))
+    let (_, other) = signed_in
+        .subscribe_refused(json!({ "channel": "#server-to-user-u8" }))
         .await;
     assert_eq!(other["data"]["status"], 400);
     let own = signed_in
         .subscribe(json!({ "channel": "#server-to-user-u7" }))
         .await;
     assert_eq!(own["event"], "pusher_internal:subscription_succeeded");
-    let anonymous = bystander
-        .subscribe(json!({ "channel": "#server-to-user-u7" }))
+    let (_, anonymous) = bystander
+        .subscribe_refused(json!({ "channel": "#server-to-user-u7" }))
         .await;
     assert_eq!(anonymous["data"]["status"], 400);
     let path = "/apps/app-1/users/u7/terminate_connections";
@@ -424,4 +502,70 @@ async fn signin_then_terminate_and_a_bad_signin_is_refused_with_4009() {
     );
     assert_eq!(forged.ws.recv_close().await, Some(4009));
     bystander.ping_pong().await;
+}
+
+/// The largest batch Pusher's API allows is read whole: ten events of
+/// 10 KiB of data that escapes to twice its size (quotes) and to six
+/// times (control characters), each to 100 channels of 164 characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_batch_of_escaped_data_fits_the_body_limit() {
+    let server = Server::start(CONFIG);
+    let mut listener = connect_pusher(&server, "app-key").await;
+    let news = "n".repeat(164);
+    listener.subscribe(json!({ "channel": news })).await;
+    for data in ["\"".repeat(10 * 1024), "\u{1}".repeat(10 * 1024)] {
+        let channels: Vec<String> = (0..99)
+            .map(|i| format!("{i:02}{}", "c".repeat(162)))
+            .chain([news.clone()])
+            .collect();
+        let event = json!({ "name": "e", "data": data, "channels": channels });
+        let body = json!({ "batch": vec![event; 10] }).to_string();
+        assert!(body.len() > 192 * 1024, "over the other routes' limit");
+        let response = signed(
+            &server,
+            APP_1,
+            "POST",
+            "/apps/app-1/batch_events",
+            &[],
+            body.as_bytes(),
+            unix_now(),
+        )
+        .await;
+        assert_eq!((response.status, response.json()), (200, json!({})));
+        for _ in 0..10 {
+            let frame = listener.ws.recv_json().await;
+            assert_eq!(
+                (&frame["channel"], &frame["data"]),
+                (&json!(news), &json!(data))
+            );
+        }
+    }
+    listener.ping_pong().await;
+}
+
+/// A server that shuts down tells Pusher sockets to reconnect at once
+/// (4200, to another node), and pubb sockets that it is going away (1001).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_pusher_sockets_with_4200() {
+    let mut server = Server::start(CONFIG);
+    let mut pusher = connect_pusher(&server, "app-key").await;
+    pusher.subscribe(json!({ "channel": "news" })).await;
+    let url = server.ws_url("/socket?appKey=app-key&protocol=2");
+    let mut pubb = bubble_tests::WsClient::connect(&url, None)
+        .await
+        .expect("connect /socket");
+    assert_eq!(
+        pubb.recv_json().await["event"],
+        "pubb:connection_established"
+    );
+    let status = tokio::task::spawn_blocking(move || server.terminate())
+        .await
+        .expect("terminate");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        pusher.ws.recv_json().await,
+        json!({ "event": "pusher:error", "data": { "code": 4200, "message": "Generic reconnect immediately" } })
+    );
+    assert_eq!(pusher.ws.recv_close().await, Some(4200));
+    assert_eq!(pubb.recv_close().await, Some(1001));
 }

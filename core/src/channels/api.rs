@@ -236,9 +236,9 @@ fn go_out(
     fanout::publish(
         state,
         cx,
-        publication.channels,
-        payload,
+        (publication.channels, payload),
         publication.socket_id,
+        false,
     );
     let response = accepted_body(&accepted, false);
     if let Some(key) = key {

@@ -80,13 +80,14 @@ pub(crate) fn deliver(
 }
 
 /// Sends an accepted publication out: to subscribers here, and to the
-/// other nodes of a cluster.
+/// other nodes of a cluster. A Pusher client event (`client_event`) is
+/// marked so, for the node that reports its channel's webhooks.
 pub(crate) fn publish(
     app: &App,
     cx: &mut Ctx<'_>,
-    channels: Vec<String>,
-    payload: String,
+    (channels, payload): (Vec<String>, String),
     socket_id: Option<String>,
+    client_event: bool,
 ) {
     deliver(app, cx, &channels, &payload, socket_id.as_deref());
     announce(
@@ -96,6 +97,8 @@ pub(crate) fn publish(
             channels,
             payload,
             socket_id,
+            client_event,
+            at: if client_event { cx.now.0 } else { 0 },
         },
     );
     cx.metrics.publishes += 1;

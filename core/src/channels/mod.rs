@@ -22,6 +22,7 @@ mod commands;
 mod fanout;
 mod frames;
 pub mod names;
+mod peers;
 mod presence;
 pub mod publish;
 pub mod pusher;
@@ -34,14 +35,15 @@ mod socket;
 mod tests;
 mod wire;
 
-use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use crate::cluster::{ClaimOutcome, ClusterMessage, NodeState};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::edge::{AcceptedHandshake, ChannelsUpgrade};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::ids::{ClaimId, ConnId, Millis, RequestId};
-use crate::io::{ChannelProtocol, WsFrame};
+use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 
+use peers::Peers;
 pub use pusher::PusherError;
 use registry::Registry;
 
@@ -52,15 +54,22 @@ const FULL_RETRY_AFTER_S: u64 = 5;
 #[derive(Debug, Default)]
 pub(crate) struct Channels {
     registry: Registry,
-    /// `activity_timeout` announced to sockets: the Pong deadline in seconds.
+    /// `activity_timeout` announced to pubb sockets: the Pong deadline in
+    /// seconds.
     activity_timeout_s: u64,
+    /// `activity_timeout` announced to Pusher sockets: the silence after
+    /// which the server sends `pusher:ping`, in seconds.
+    pusher_activity_timeout_s: u64,
 }
 
 impl Channels {
     pub(crate) fn new(config: &Config) -> Channels {
+        let mut registry = Registry::new(&config.apps);
+        registry.peers = Peers::new(config.cluster, &config.node);
         Channels {
-            registry: Registry::new(&config.apps),
+            registry,
             activity_timeout_s: config.heartbeat.pong_timeout_ms.div_ceil(1000).max(1),
+            pusher_activity_timeout_s: config.heartbeat.ping_interval_ms.div_ceil(1000).max(1),
         }
     }
 
@@ -96,7 +105,10 @@ impl Channels {
             Some(_) => Err(PusherError::InvalidVersion),
         };
         let app = version.and_then(|()| {
-            let key = upgrade.app_key.as_deref().unwrap_or_default();
+            let key = upgrade
+                .app_key
+                .as_deref()
+                .ok_or(PusherError::PathNotFound)?;
             let app = self
                 .registry
                 .app_by_key(key)
@@ -117,26 +129,82 @@ impl Channels {
         if let Some(refusal) = handshake.refusal() {
             return pusher::refuse(cx, conn, refusal);
         }
+        let activity_timeout_s = match handshake.protocol() {
+            ChannelProtocol::Pusher => self.pusher_activity_timeout_s,
+            _ => self.activity_timeout_s,
+        };
         socket::open(
             &mut self.registry,
             cx,
             conn,
             handshake.app(),
             handshake.protocol(),
-            self.activity_timeout_s,
+            activity_timeout_s,
         );
     }
 
     /// A client message.
     pub(crate) fn frame(&mut self, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
         socket::frame(&mut self.registry, cx, conn, frame);
-        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
     /// The socket closed: leave every channel (presence removal included).
     pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         socket::closed(&mut self.registry, cx, conn);
-        pusher::webhooks::flush(&mut self.registry, cx);
+    }
+
+    /// A Pusher socket was silent for `activity_timeout`: `pusher:ping`.
+    pub(crate) fn idle_ping(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        if self.registry.sockets.get(&conn).is_some_and(|s| !s.closing) {
+            pusher::idle_ping(cx, conn);
+        }
+    }
+
+    /// A Pusher socket did not answer its `pusher:ping`: 4201.
+    pub(crate) fn idle_expired(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        match self.registry.sockets.get_mut(&conn) {
+            Some(socket) if socket.closing => {}
+            Some(socket) => {
+                socket.closing = true;
+                pusher::refuse(cx, conn, &PusherError::PongTimeout);
+            }
+            // A refused socket that outlived its close.
+            None => cx.out.push_unfenced(Output::Close {
+                conn,
+                reason: CloseReason::Dropped,
+            }),
+        }
+    }
+
+    /// The host is going away: Pusher sockets hear `pusher:error` 4200 and
+    /// close with 4200 (reconnect at once), pubb sockets close with 1001.
+    pub(crate) fn shutdown(&mut self, cx: &mut Ctx<'_>) {
+        let mut open: Vec<(ConnId, ChannelProtocol)> = self
+            .registry
+            .sockets
+            .iter_mut()
+            .filter(|(_, s)| !s.closing)
+            .map(|(&conn, s)| {
+                s.closing = true;
+                (conn, s.protocol)
+            })
+            .collect();
+        open.sort_by_key(|(conn, _)| *conn);
+        for (conn, protocol) in open {
+            if protocol == ChannelProtocol::Pusher {
+                pusher::refuse(cx, conn, &PusherError::Reconnect);
+            } else {
+                cx.out.push_unfenced(Output::Close {
+                    conn,
+                    reason: CloseReason::GoingAway,
+                });
+            }
+        }
+    }
+
+    /// After every input: the webhook events it noted join their batches.
+    pub(crate) fn end_input(&mut self, cx: &mut Ctx<'_>) {
+        pusher::webhooks::end_input(&mut self.registry, cx);
     }
 
     /// An `/api/apps/:appId/…` request.
@@ -159,12 +227,11 @@ impl Channels {
     /// Another node said something about channels.
     pub(crate) fn remote(&mut self, cx: &mut Ctx<'_>, node: &str, message: ClusterMessage) {
         remote::message(&mut self.registry, cx, node, message);
-        pusher::webhooks::flush(&mut self.registry, cx);
     }
 
-    /// The other nodes' presence members, as the broker holds them.
-    pub(crate) fn remote_presence(&mut self, cx: &mut Ctx<'_>, entries: Vec<PresenceEntry>) {
-        remote::resync(&mut self.registry, cx, entries);
+    /// The other nodes' channel state, as the broker holds it.
+    pub(crate) fn cluster_state(&mut self, cx: &mut Ctx<'_>, nodes: Vec<NodeState>) {
+        remote::snapshot(&mut self.registry, cx, nodes);
     }
 
     /// A publication's key claim settled.
@@ -172,25 +239,26 @@ impl Channels {
         api::claimed(&mut self.registry, cx, claim, outcome);
     }
 
-    /// This node's presence members, as the announcements that re-create
-    /// them on other nodes.
-    pub(crate) fn local_members(&self) -> Vec<ClusterMessage> {
-        remote::local_members(&self.registry)
+    /// This node's channel state, as the broker should hold it.
+    pub(crate) fn local_state(&mut self, now: Millis) -> NodeState {
+        remote::local_state(&mut self.registry, now)
     }
 
-    /// Timers: idempotency-key expiry.
+    /// Timers: idempotency-key expiry, webhook batches.
     pub(crate) fn tick(&mut self, cx: &mut Ctx<'_>) {
         for app in &mut self.registry.apps {
             app.idempotency.expire(cx.now);
         }
+        pusher::webhooks::tick(&mut self.registry, cx);
     }
 
-    /// The next idempotency-key expiry.
-    pub(crate) fn next_deadline(&self) -> Option<Millis> {
+    /// The next idempotency-key expiry or webhook batch.
+    pub(crate) fn next_deadline(&self, window_ms: u64) -> Option<Millis> {
         self.registry
             .apps
             .iter()
             .filter_map(|app| app.idempotency.next_expiry())
+            .chain(self.registry.batches.next_deadline(window_ms))
             .min()
     }
 }

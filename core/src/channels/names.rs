@@ -3,6 +3,10 @@
 /// Longest channel name a socket may subscribe to, in bytes (SPEC §6).
 pub const MAX_CHANNEL_NAME_BYTES: usize = 200;
 
+/// Longest channel name a Pusher client may use, in characters (Pusher's
+/// channel naming conventions: 164, prefixes included).
+pub const MAX_PUSHER_CHANNEL_CHARS: usize = crate::edge::PUSHER_CHANNEL_CHARS;
+
 /// What a channel's name says about who may subscribe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChannelKind {
@@ -40,6 +44,12 @@ pub fn is_valid_subscription_name(channel: &str) -> bool {
         })
 }
 
+/// Whether a Pusher socket or Pusher's HTTP API may name `channel`: the
+/// same alphabet, at most [`MAX_PUSHER_CHANNEL_CHARS`] characters.
+pub fn is_valid_pusher_name(channel: &str) -> bool {
+    channel.len() <= MAX_PUSHER_CHANNEL_CHARS && is_valid_subscription_name(channel)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +71,8 @@ mod tests {
         assert!(!is_valid_subscription_name("has space"));
         assert!(!is_valid_subscription_name("slash/no"));
         assert!(!is_valid_subscription_name("é"));
+        assert!(is_valid_pusher_name(&"x".repeat(164)));
+        assert!(!is_valid_pusher_name(&"x".repeat(165)));
+        assert!(!is_valid_pusher_name("has space"));
     }
 }

@@ -5,16 +5,17 @@
 //! here; a presence channel's members are kept while it has members on any
 //! node of the cluster (so a socket subscribing later sees them all).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::config::AppConfig;
 use crate::http_rate::HttpRates;
 use crate::ids::ConnId;
 use crate::io::ChannelProtocol;
 
+use super::peers::Peers;
 use super::presence::{Arrival, Departure, Identity, Presence};
 use super::publish::{Claims, IdempotencyKeys};
-use super::pusher::webhooks::WebhookEvent;
+use super::pusher::webhooks::{Batches, WebhookEvent};
 use super::ratelimit::CommandRate;
 use super::wire::Codec;
 
@@ -42,13 +43,9 @@ pub(crate) struct App {
     pub(crate) sockets_by_id: HashMap<String, ConnId>,
     /// Publish keys within their retention window.
     pub(crate) idempotency: IdempotencyKeys,
-    /// Channels other nodes hold subscribers of, with those nodes (kept for
-    /// apps with webhooks only).
-    pub(crate) remote_occupied: BTreeMap<String, BTreeSet<String>>,
-    /// Channels this node's subscribers left while another node held them:
-    /// this node reports `channel_vacated` if the last of those nodes
-    /// leaves without reporting it (they left at the same time).
-    pub(crate) pending_vacated: BTreeSet<String>,
+    /// Channels other nodes hold subscribers of: per channel, each such
+    /// node with its number of subscribed sockets.
+    pub(crate) remote_counts: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl App {
@@ -57,6 +54,39 @@ impl App {
         self.config
             .max_connections
             .is_some_and(|max| self.sockets_by_id.len() >= max)
+    }
+
+    /// Sockets subscribed to `channel` on this node.
+    pub(crate) fn local_subscribers(&self, channel: &str) -> u64 {
+        self.channels
+            .get(channel)
+            .map_or(0, |c| c.subscribers.len() as u64)
+    }
+
+    /// Sockets subscribed to `channel` on every node of the cluster.
+    pub(crate) fn subscribers(&self, channel: &str) -> u64 {
+        let remote: u64 = self
+            .remote_counts
+            .get(channel)
+            .map_or(0, |nodes| nodes.values().sum());
+        self.local_subscribers(channel) + remote
+    }
+
+    /// Whether `channel` has a subscriber anywhere in the cluster.
+    pub(crate) fn occupied(&self, channel: &str) -> bool {
+        self.subscribers(channel) > 0
+    }
+
+    /// Every channel with a subscriber anywhere, in name order.
+    pub(crate) fn occupied_channels(&self) -> Vec<&String> {
+        let mut names: Vec<&String> = self
+            .channels
+            .keys()
+            .chain(self.remote_counts.keys())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 
@@ -75,6 +105,9 @@ pub(crate) struct Socket {
     pub(crate) rate: CommandRate,
     /// Its recent client events (Pusher sockets).
     pub(crate) client_rate: CommandRate,
+    /// Its recent `pusher:subscribe` and `pusher:unsubscribe` (Pusher
+    /// sockets, counted apart from its other messages).
+    pub(crate) subscription_rate: CommandRate,
     /// The user it signed in as (`pusher:signin`).
     pub(crate) user_id: Option<String>,
     /// A close was requested; further messages are ignored.
@@ -106,6 +139,10 @@ pub(crate) struct Registry {
     /// Each app's recent requests on the channels HTTP APIs (both count
     /// toward one budget, `limits.http_rate`).
     pub(crate) rates: HttpRates<AppIdx>,
+    /// Webhook events waiting for their batch to be sent.
+    pub(crate) batches: Batches,
+    /// The other nodes of the cluster, and which channels this node reports.
+    pub(crate) peers: Peers,
 }
 
 impl Registry {
@@ -122,8 +159,7 @@ impl Registry {
                 presence: BTreeMap::new(),
                 sockets_by_id: HashMap::new(),
                 idempotency: IdempotencyKeys::default(),
-                remote_occupied: BTreeMap::new(),
-                pending_vacated: BTreeSet::new(),
+                remote_counts: BTreeMap::new(),
             });
         }
         registry

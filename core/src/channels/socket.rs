@@ -12,7 +12,7 @@ use crate::io::{ChannelProtocol, CloseReason, Output, WsFrame};
 use super::commands::{self, Command};
 use super::fanout;
 use super::frames;
-use super::names::{is_valid_subscription_name, ChannelKind};
+use super::names::{is_valid_pusher_name, is_valid_subscription_name, ChannelKind};
 use super::presence::Identity;
 use super::pusher;
 use super::pusher::webhooks::{self, WebhookEvent};
@@ -27,13 +27,34 @@ use super::wire::{self, Codec, MemberEvent};
 pub(crate) enum SubscribeError {
     /// A missing or wrong signature, or missing or invalid `channel_data`.
     #[error("Subscription not authorized")]
-    NotAuthorized,
-    /// A name outside `[A-Za-z0-9_\-=@,.;]{1,200}`.
+    NotAuthorized(AuthFailure),
+    /// A name outside `[A-Za-z0-9_\-=@,.;]{1,200}` (164 on Pusher sockets).
     #[error("Invalid channel name")]
     InvalidChannel,
     /// The socket already holds the maximum number of channels.
     #[error("Channel limit exceeded ({0})")]
     TooManyChannels(usize),
+}
+
+/// What exactly was wrong with a subscription's `auth` (Pusher sockets are
+/// told, as Pusher tells them; pubb sockets only hear
+/// [`SubscribeError::NotAuthorized`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AuthFailure {
+    /// `auth` is missing, or its key is not the app's.
+    #[error("Invalid key in subscription auth data: '{0}'")]
+    Key(String),
+    /// The signature does not match.
+    #[error("Invalid signature: Expected HMAC SHA256 hex digest of {signed}, but got {given}")]
+    Signature {
+        /// The string the signature covers.
+        signed: String,
+        /// The signature given.
+        given: String,
+    },
+    /// A presence subscription without valid `channel_data`.
+    #[error("Invalid channel_data: a JSON object with a user_id is required")]
+    ChannelData,
 }
 
 /// Close reason for a handshake naming no app of this engine (another engine's).
@@ -96,6 +117,7 @@ pub(crate) fn open(
         channels: BTreeMap::new(),
         rate: CommandRate::default(),
         client_rate: CommandRate::default(),
+        subscription_rate: CommandRate::default(),
         user_id: None,
         closing: false,
     };
@@ -122,12 +144,12 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
         });
         return;
     }
+    if socket.protocol == ChannelProtocol::Pusher {
+        return pusher::frame(reg, cx, conn, frame);
+    }
     let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
     if !socket.rate.allow(cx.now, limit, window_ms) {
         socket.closing = true;
-        if socket.protocol == ChannelProtocol::Pusher {
-            return pusher::refuse(cx, conn, &pusher::PusherError::OverCapacity);
-        }
         cx.out.push_unfenced(Output::Send {
             conn,
             frame: frames::error(&rate_message(limit, window_ms)),
@@ -139,9 +161,6 @@ pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: W
         return;
     }
     let WsFrame::Text(text) = frame else { return };
-    if socket.protocol == ChannelProtocol::Pusher {
-        return pusher::command(reg, cx, conn, text);
-    }
     match commands::parse(text) {
         Some(Command::Subscribe {
             channel,
@@ -171,6 +190,11 @@ fn rate_message(limit: u32, window_ms: u64) -> String {
     }
 }
 
+/// Refuses a subscription: a Pusher socket hears `pusher:error` with what
+/// was wrong (as Pusher says it), then the channel's
+/// `pusher:subscription_error` (which pusher-js hands to the channel's
+/// `pusher:subscription_error` handlers); a pubb socket its
+/// `subscription_error`.
 fn reject(
     cx: &mut Ctx<'_>,
     conn: ConnId,
@@ -178,6 +202,17 @@ fn reject(
     channel: &str,
     err: &SubscribeError,
 ) {
+    if protocol == ChannelProtocol::Pusher {
+        let message = match err {
+            SubscribeError::NotAuthorized(failure) => failure.to_string(),
+            SubscribeError::InvalidChannel => format!("Invalid channel name: '{channel}'"),
+            SubscribeError::TooManyChannels(_) => err.to_string(),
+        };
+        cx.out.push_unfenced(Output::Send {
+            conn,
+            frame: pusher::frames::error(&pusher::PusherError::SubscriptionRefused(message)),
+        });
+    }
     cx.out.push_unfenced(Output::Send {
         conn,
         frame: wire::subscription_error(protocol, channel, err),
@@ -193,17 +228,22 @@ fn authorize(
     auth: Option<&str>,
     channel_data: Option<&str>,
 ) -> Result<Option<Identity>, SubscribeError> {
-    use SubscribeError::NotAuthorized;
+    let refuse = |failure| Err(SubscribeError::NotAuthorized(failure));
     let kind = ChannelKind::of(channel);
     if !kind.is_restricted() {
         return Ok(None);
     }
-    let auth = auth.ok_or(NotAuthorized)?;
-    let signed_data = match kind {
-        ChannelKind::Presence => Some(channel_data.ok_or(NotAuthorized)?),
+    let auth = auth.unwrap_or_default();
+    let signed_data = match (kind, channel_data) {
+        (ChannelKind::Presence, None) => return refuse(AuthFailure::ChannelData),
+        (ChannelKind::Presence, data) => data,
         _ => None,
     };
     let app = &reg.apps[socket.app].config;
+    let (given_key, given) = auth.rsplit_once(':').unwrap_or((auth, ""));
+    if given_key != app.key {
+        return refuse(AuthFailure::Key(given_key.to_owned()));
+    }
     if !signature::verify(
         &app.key,
         &app.secret,
@@ -212,14 +252,21 @@ fn authorize(
         signed_data,
         auth,
     ) {
-        return Err(NotAuthorized);
-    }
-    match signed_data {
-        Some(data) if socket.protocol == ChannelProtocol::Pusher => {
-            Identity::parse_pusher(data).map(Some).ok_or(NotAuthorized)
+        let mut signed = format!("{}:{channel}", socket.socket_id);
+        if let Some(data) = signed_data {
+            signed = format!("{signed}:{data}");
         }
-        Some(data) => Identity::parse(data).map(Some).ok_or(NotAuthorized),
-        None => Ok(None),
+        let given = given.to_owned();
+        return refuse(AuthFailure::Signature { signed, given });
+    }
+    let identity = match signed_data {
+        Some(data) if socket.protocol == ChannelProtocol::Pusher => Identity::parse_pusher(data),
+        Some(data) => Identity::parse(data),
+        None => return Ok(None),
+    };
+    match identity {
+        Some(identity) => Ok(Some(identity)),
+        None => refuse(AuthFailure::ChannelData),
     }
 }
 
@@ -241,7 +288,11 @@ pub(crate) fn subscribe(
         .user_id
         .as_deref()
         .is_some_and(|user| pusher::user_channel(user) == channel);
-    if !own_user_channel && !is_valid_subscription_name(channel) {
+    let valid_name = match protocol {
+        ChannelProtocol::Pusher => is_valid_pusher_name(channel),
+        _ => is_valid_subscription_name(channel),
+    };
+    if !own_user_channel && !valid_name {
         return reject(cx, conn, protocol, channel, &SubscribeError::InvalidChannel);
     }
     let identity = match authorize(reg, socket, channel, auth, channel_data) {
@@ -264,51 +315,67 @@ pub(crate) fn subscribe(
         );
     }
     cx.metrics.channel_subscriptions += 1;
-    if !reg.apps[app].channels.contains_key(channel) {
-        webhooks::occupancy(reg, cx, app, channel, true);
+    let was_occupied = reg.apps[app].occupied(channel);
+    let joined = reg.join(app, channel, (conn, Codec::of(protocol)), identity.as_ref());
+    announce_count(reg, cx, app, channel);
+    if !was_occupied {
+        let channel = channel.to_owned();
+        webhooks::report(reg, app, WebhookEvent::Occupied { channel }, cx.now);
     }
-    match reg.join(app, channel, (conn, Codec::of(protocol)), identity.as_ref()) {
-        Joined::Plain => {
-            cx.out.push_unfenced(Output::Send {
-                conn,
-                frame: wire::subscription_succeeded(protocol, channel),
-            });
-        }
-        Joined::Presence(arrival) => {
-            let Some(presence) = reg.apps[app].presence.get(channel) else {
-                return;
-            };
-            let frame = wire::presence_succeeded(protocol, channel, presence.snapshot());
-            cx.out.push_unfenced(Output::Send { conn, frame });
-            let Some(identity) = identity else {
-                return;
-            };
-            let info = presence.info(&identity.user_id).cloned();
-            if arrival.new_member {
-                let event = WebhookEvent::MemberAdded {
-                    channel: channel.to_owned(),
-                    user_id: identity.user_id.clone(),
-                };
-                webhooks::note(reg, app, event);
-                let added = MemberEvent::Added {
-                    user_id: &identity.user_id,
-                    info: info.as_ref(),
-                };
-                fanout::member(&reg.apps[app], cx, channel, added, Some(conn));
-            }
-            if arrival.first_here {
-                fanout::announce(
-                    cx,
-                    ClusterMessage::MemberJoined {
-                        app_id: reg.apps[app].config.id.clone(),
-                        channel: channel.to_owned(),
-                        user_id: identity.user_id,
-                        user_info: info.map(|i| i.to_string()),
-                    },
-                );
-            }
-        }
+    let Joined::Presence(arrival) = joined else {
+        let frame = wire::subscription_succeeded(protocol, channel);
+        return cx.out.push_unfenced(Output::Send { conn, frame });
+    };
+    let (Some(presence), Some(identity)) = (reg.apps[app].presence.get(channel), identity) else {
+        return;
+    };
+    let frame = wire::presence_succeeded(protocol, channel, presence.snapshot());
+    cx.out.push_unfenced(Output::Send { conn, frame });
+    let info = presence.info(&identity.user_id).cloned();
+    if arrival.new_member {
+        let added = MemberEvent::Added {
+            user_id: &identity.user_id,
+            info: info.as_ref(),
+        };
+        fanout::member(&reg.apps[app], cx, channel, added, Some(conn));
+        let event = WebhookEvent::MemberAdded {
+            channel: channel.to_owned(),
+            user_id: identity.user_id.clone(),
+        };
+        webhooks::report(reg, app, event, cx.now);
     }
+    if arrival.first_here {
+        let seq = reg.peers.next_seq(cx.now);
+        fanout::announce(
+            cx,
+            ClusterMessage::MemberJoined {
+                app_id: reg.apps[app].config.id.clone(),
+                channel: channel.to_owned(),
+                user_id: identity.user_id,
+                user_info: info.map(|i| i.to_string()),
+                seq,
+            },
+        );
+    }
+}
+
+/// Tells the other nodes how many sockets here subscribe to `channel` now
+/// (for cluster-wide counts, occupancy and its webhooks).
+fn announce_count(reg: &mut Registry, cx: &mut Ctx<'_>, app: AppIdx, channel: &str) {
+    if !cx.cluster {
+        return;
+    }
+    let seq = reg.peers.next_seq(cx.now);
+    let state = &reg.apps[app];
+    fanout::announce(
+        cx,
+        ClusterMessage::Subscribers {
+            app_id: state.config.id.clone(),
+            channel: channel.to_owned(),
+            count: state.local_subscribers(channel),
+            seq,
+        },
+    );
 }
 
 /// Removes `conn` from `channel` (no acknowledgement in either format).
@@ -334,35 +401,35 @@ fn leave(
     user: Option<&str>,
 ) {
     cx.metrics.channel_subscriptions = cx.metrics.channel_subscriptions.saturating_sub(1);
+    let was_occupied = reg.apps[app].occupied(channel);
     let departure = reg.leave(app, channel, conn, user);
-    let vacated = !reg.apps[app].channels.contains_key(channel);
-    let (Some(departure), Some(user)) = (departure, user) else {
-        if vacated {
-            webhooks::occupancy(reg, cx, app, channel, false);
-        }
-        return;
-    };
-    if departure.gone {
-        let event = WebhookEvent::MemberRemoved {
-            channel: channel.to_owned(),
-            user_id: user.to_owned(),
-        };
-        webhooks::note(reg, app, event);
-        let removed = MemberEvent::Removed { user_id: user };
-        fanout::member(&reg.apps[app], cx, channel, removed, None);
-    }
-    if vacated {
-        webhooks::occupancy(reg, cx, app, channel, false);
-    }
-    if departure.last_here {
-        fanout::announce(
-            cx,
-            ClusterMessage::MemberLeft {
-                app_id: reg.apps[app].config.id.clone(),
+    if let (Some(departure), Some(user)) = (departure, user) {
+        if departure.gone {
+            let removed = MemberEvent::Removed { user_id: user };
+            fanout::member(&reg.apps[app], cx, channel, removed, None);
+            let event = WebhookEvent::MemberRemoved {
                 channel: channel.to_owned(),
                 user_id: user.to_owned(),
-            },
-        );
+            };
+            webhooks::report(reg, app, event, cx.now);
+        }
+        if departure.last_here {
+            let seq = reg.peers.next_seq(cx.now);
+            fanout::announce(
+                cx,
+                ClusterMessage::MemberLeft {
+                    app_id: reg.apps[app].config.id.clone(),
+                    channel: channel.to_owned(),
+                    user_id: user.to_owned(),
+                    seq,
+                },
+            );
+        }
+    }
+    announce_count(reg, cx, app, channel);
+    if was_occupied && !reg.apps[app].occupied(channel) {
+        let channel = channel.to_owned();
+        webhooks::report(reg, app, WebhookEvent::Vacated { channel }, cx.now);
     }
 }
 

@@ -11,7 +11,9 @@ use super::query::Query;
 /// engine decides it with [`Engine::channel_handshake`](crate::Engine::channel_handshake).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelsUpgrade {
-    /// The `appKey` query parameter (`None` when absent or empty).
+    /// The `appKey` query parameter (`None` when absent or empty); for
+    /// `/app/:key`, the key (`None`: a path under `/app` without one, which
+    /// the engine refuses with Pusher's 4005).
     pub app_key: Option<String>,
     /// `/socket`: `protocol=2` asks for `pubb:subscription_succeeded`;
     /// anything else (absent, `1`, `3`…) is the legacy acknowledgement.
@@ -33,10 +35,11 @@ impl ChannelsUpgrade {
         }
     }
 
-    /// A Pusher upgrade: the key from the path, the version from the query.
-    pub(crate) fn pusher(key: &str, query: &Query) -> ChannelsUpgrade {
+    /// A Pusher upgrade: the key from the path (`None`: the path has
+    /// none), the version from the query.
+    pub(crate) fn pusher(key: Option<&str>, query: &Query) -> ChannelsUpgrade {
         ChannelsUpgrade {
-            app_key: Some(key.to_owned()),
+            app_key: key.map(str::to_owned),
             protocol: ChannelProtocol::Pusher,
             version: query.get("protocol").map(str::to_owned),
         }

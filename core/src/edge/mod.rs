@@ -12,7 +12,9 @@
 //! - **Routes.** `/v1/threads…`, `/api/apps/:appId/…` and Pusher's
 //!   `/apps/:appId/…` go to the engine, which answers their 404s and 405s
 //!   itself. `GET <ws_path>` (default `/v1/ws`), `GET /socket` and Pusher's
-//!   `GET /app/:key` with `Upgrade: websocket` are the sockets; without that header they answer `400` (plain text), with
+//!   `GET /app/:key` with `Upgrade: websocket` are the sockets (any other
+//!   path under `/app` is a Pusher socket that the engine refuses with
+//!   4005, as Pusher does); without that header they answer `400` (plain text), with
 //!   another method `405`. `GET`/`HEAD` of `/healthz`, `/readyz` and
 //!   `/metrics` are the host endpoints. Any other `GET`/`HEAD` is the page
 //!   (a host without one answers [`not_found`]); any other method is `405`.
@@ -55,6 +57,7 @@
 
 mod answers;
 mod bearer;
+mod body;
 mod cors;
 mod handshake;
 mod origins;
@@ -72,6 +75,9 @@ pub use answers::{
     ready,
 };
 pub use bearer::bearer;
+pub use body::{
+    body_limit, body_too_large, PUSHER_BATCH_EVENTS, PUSHER_CHANNEL_CHARS, PUSHER_EVENT_CHANNELS,
+};
 pub use cors::{
     Cors, Headers, InvalidCors, ALLOWED_HEADERS, ALLOWED_METHODS, DEFAULT_MAX_AGE_SECS,
     EXPOSED_HEADERS,
@@ -276,7 +282,8 @@ impl Edge {
         }
         match segments.iter().map(Cow::as_ref).collect::<Vec<&str>>()[..] {
             ["socket"] => self.socket(request, Socket::Channels),
-            ["app", key] => self.socket(request, Socket::Pusher(key)),
+            ["app", key] if !key.is_empty() => self.socket(request, Socket::Pusher(Some(key))),
+            ["app", ..] => self.socket(request, Socket::Pusher(None)),
             ["healthz"] => host_endpoint(Endpoint::Health),
             ["readyz"] => host_endpoint(Endpoint::Ready),
             ["metrics"] => host_endpoint(Endpoint::Metrics),
@@ -294,8 +301,9 @@ fn is_api(raw: &str) -> bool {
 enum Socket<'a> {
     Threads,
     Channels,
-    /// `/app/:key`, with the key.
-    Pusher(&'a str),
+    /// `/app/:key`, with the key; any other path under `/app` without one
+    /// (Pusher upgrades it, then refuses it with 4005).
+    Pusher(Option<&'a str>),
 }
 
 /// Whether an `Upgrade` header value asks for a WebSocket.

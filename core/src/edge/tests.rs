@@ -129,6 +129,21 @@ fn sockets_need_get_and_an_upgrade() {
             version: Some("7".into()),
         })
     );
+    for path in ["/app", "/app/", "/app/k/extra", "/app//k"] {
+        let other = RequestHead {
+            upgrade: Some("websocket"),
+            ..head("GET", path, "protocol=7")
+        };
+        assert_eq!(
+            route(&other),
+            Endpoint::ChannelsSocket(ChannelsUpgrade {
+                app_key: None,
+                protocol: ChannelProtocol::Pusher,
+                version: Some("7".into()),
+            }),
+            "{path}: upgraded, then refused with 4005"
+        );
+    }
     assert_eq!(route(&head("POST", "/apps/1/events", "")), Endpoint::Engine);
     let Endpoint::Answer(bad) = route(&upgrade("/socket", "appKey=%zz")) else {
         panic!("routed");

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use crate::cluster::{ChannelRow, ClaimOutcome, ClusterMessage, MemberRow, NodeState};
 use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Input;
 use crate::store::{Backend, Batch, ReadQuery, ReadResult, StoreError, Write};
@@ -299,25 +299,42 @@ impl World {
         }
     }
 
-    /// The other nodes' presence rows, as the broker holds them.
-    fn presence_for(&self, n: usize) -> Vec<PresenceEntry> {
-        self.presence_rows
+    /// The other nodes' channel state, as the broker holds it.
+    fn state_for(&self, n: usize) -> Vec<NodeState> {
+        self.rows
             .iter()
-            .filter(|((node, _, _), _)| *node != n)
-            .map(|((node, channel, user), info)| PresenceEntry {
+            .filter(|(node, _)| **node != n)
+            .map(|(node, rows)| NodeState {
                 node: self.nodes[*node].name.clone(),
-                app_id: APP.into(),
-                channel: channel.clone(),
-                user_id: user.clone(),
-                user_info: info.clone(),
+                seq: rows.seq,
+                since: rows.since,
+                members: rows
+                    .members
+                    .iter()
+                    .map(|((channel, user), info)| MemberRow {
+                        app_id: APP.into(),
+                        channel: channel.clone(),
+                        user_id: user.clone(),
+                        user_info: info.clone(),
+                    })
+                    .collect(),
+                channels: rows
+                    .counts
+                    .iter()
+                    .map(|(channel, count)| ChannelRow {
+                        app_id: APP.into(),
+                        channel: channel.clone(),
+                        count: *count,
+                    })
+                    .collect(),
             })
             .collect()
     }
 
-    /// The broker hands node `n` everyone else's presence rows.
+    /// The broker hands node `n` everyone else's channel state.
     pub(crate) fn remote_presence(&mut self, n: usize) {
-        let entries = self.presence_for(n);
-        self.feed(n, Input::RemotePresence { entries });
+        let nodes = self.state_for(n);
+        self.feed(n, Input::ClusterState { nodes });
     }
 
     /// Node `n` crashes: its sockets drop, its unreported work is lost
@@ -341,7 +358,7 @@ impl World {
         for conn in conns {
             self.forget_conn(conn);
         }
-        self.presence_rows.retain(|(node, _, _), _| *node != n);
+        self.rows.remove(&n);
         self.relays.retain(|(_, to), _| *to != n);
         let name = self.nodes[n].name.clone();
         self.broadcast(n, ClusterMessage::NodeGone { node: name });

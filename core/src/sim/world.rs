@@ -140,6 +140,19 @@ pub(crate) enum Owner {
     Channel(u8),
 }
 
+/// What the broker holds of one node (of the one app).
+#[derive(Debug, Default)]
+pub(crate) struct NodeRows {
+    /// The `seq` of the node's last state message.
+    pub(crate) seq: u64,
+    /// Presence members: `(channel, user)` with `user_info`.
+    pub(crate) members: BTreeMap<(String, String), Option<String>>,
+    /// Subscribers per channel.
+    pub(crate) counts: BTreeMap<String, u64>,
+    /// When the node reports webhooks from (its hello).
+    pub(crate) since: Option<u64>,
+}
+
 /// The whole simulated deployment.
 pub(crate) struct World {
     pub(crate) now: Millis,
@@ -151,7 +164,8 @@ pub(crate) struct World {
     pub(crate) next_req: u64,
     pub(crate) counter: u64,
     pub(crate) relays: BTreeMap<(usize, usize), VecDeque<Relayed>>,
-    pub(crate) presence_rows: BTreeMap<(usize, String, String), Option<String>>,
+    /// What the broker holds of each node: its channel state.
+    pub(crate) rows: BTreeMap<usize, NodeRows>,
     pub(crate) broker_keys: BTreeMap<String, (String, Millis)>,
     pub(crate) ws: BTreeMap<u8, WsClient>,
     pub(crate) channels: BTreeMap<u8, ChannelClient>,
@@ -180,7 +194,7 @@ impl World {
             next_req: 1,
             counter: 0,
             relays: BTreeMap::new(),
-            presence_rows: BTreeMap::new(),
+            rows: BTreeMap::new(),
             broker_keys: BTreeMap::new(),
             ws: BTreeMap::new(),
             channels: BTreeMap::new(),
@@ -205,9 +219,11 @@ impl World {
             .seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(self.restarts);
+        let mut config = config();
+        config.node = format!("node-{n}");
         Node {
-            name: format!("node-{n}"),
-            engine: Engine::new(config(), seed),
+            name: config.node.clone(),
+            engine: Engine::new(config, seed),
             reads: Vec::new(),
             batches: VecDeque::new(),
             claims: Vec::new(),
@@ -379,23 +395,35 @@ impl World {
     }
 
     pub(crate) fn broadcast(&mut self, n: usize, message: ClusterMessage) {
-        match &message {
-            ClusterMessage::MemberJoined {
-                channel,
-                user_id,
-                user_info,
-                ..
-            } => {
-                self.presence_rows
-                    .insert((n, channel.clone(), user_id.clone()), user_info.clone());
+        if let ClusterMessage::Hello { since } = message {
+            self.rows.entry(n).or_default().since = Some(since);
+        }
+        if let Some(seq) = message.seq() {
+            let rows = self.rows.entry(n).or_default();
+            rows.seq = seq;
+            match &message {
+                ClusterMessage::MemberJoined {
+                    channel,
+                    user_id,
+                    user_info,
+                    ..
+                } => {
+                    let member = (channel.clone(), user_id.clone());
+                    rows.members.insert(member, user_info.clone());
+                }
+                ClusterMessage::MemberLeft {
+                    channel, user_id, ..
+                } => {
+                    rows.members.remove(&(channel.clone(), user_id.clone()));
+                }
+                ClusterMessage::Subscribers { channel, count, .. } if *count == 0 => {
+                    rows.counts.remove(channel);
+                }
+                ClusterMessage::Subscribers { channel, count, .. } => {
+                    rows.counts.insert(channel.clone(), *count);
+                }
+                _ => {}
             }
-            ClusterMessage::MemberLeft {
-                channel, user_id, ..
-            } => {
-                self.presence_rows
-                    .remove(&(n, channel.clone(), user_id.clone()));
-            }
-            _ => {}
         }
         for to in 0..self.nodes.len() {
             if to != n {

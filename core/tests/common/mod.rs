@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use bubble_core::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, NodeState};
 use bubble_core::http::HttpResponse;
 use bubble_core::store::{Backend, Batch, MemoryStore, ReadQuery, ReadResult, StoreError};
 use bubble_core::{
@@ -623,9 +623,9 @@ impl<S: Backend> Harness<S> {
         self.input(Input::Remote { node, message });
     }
 
-    /// Feeds the other nodes' presence rows.
-    pub fn remote_presence(&mut self, entries: Vec<PresenceEntry>) {
-        self.input(Input::RemotePresence { entries });
+    /// Feeds the other nodes' channel state.
+    pub fn cluster_state(&mut self, nodes: Vec<NodeState>) {
+        self.input(Input::ClusterState { nodes });
     }
 
     /// Settles a key claim.

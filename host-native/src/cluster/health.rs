@@ -83,7 +83,8 @@ impl Health {
         self.reconnects.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts presence rows of gone nodes removed by this node.
+    /// Counts state fields (presence members, subscriber counts) of gone
+    /// nodes removed by this node.
     pub(crate) fn expired(&self, n: u64) {
         self.presence_expired.fetch_add(n, Ordering::Relaxed);
     }
@@ -113,7 +114,7 @@ impl Health {
             ),
             (
                 "bubble_presence_entries_expired_total",
-                "Presence rows of stopped nodes removed by this node.",
+                "Channel state fields (presence members, subscriber counts) of stopped nodes removed by this node.",
                 &self.presence_expired,
             ),
         ];

@@ -7,16 +7,22 @@
 //! | `{prefix}:bus` | pub/sub channel | every node's [`Envelope`](bubble_core::cluster::Envelope)s |
 //! | `{prefix}:probe:{node}` | pub/sub channel | the node's probes to itself |
 //! | `{prefix}:node:{node}` | string with expiry | the node is alive |
-//! | `{prefix}:nodes` | set | nodes that may hold presence rows |
-//! | `{prefix}:presence:{node}` | hash | the node's presence rows: field `app␟channel␟user`, value `user_info` JSON or empty |
-//! | `{prefix}:reap:{node}` | string with expiry | which node removes a gone node's rows |
+//! | `{prefix}:nodes` | set | nodes that may hold channel state |
+//! | `{prefix}:state:{node}` | hash | the node's channel state: field `m␟app␟channel␟user` (a presence member, value its `user_info` JSON or empty), field `c␟app␟channel` (value its subscriber count), field `seq` (the `seq` of the last state message the fields reflect), field `since` (when the node reports webhooks from, ms) |
+//! | `{prefix}:reap:{node}` | string with expiry | which node removes a gone node's state |
 //! | `{prefix}:idem:{app}:{key}` | string with expiry | a publication's `Idempotency-Key` claim |
 
-use bubble_core::cluster::PresenceEntry;
+use bubble_core::cluster::{ChannelRow, MemberRow, NodeState};
 
-/// The separator of a presence field's parts (ASCII unit separator: no
-/// app id, channel name or user id the engine accepts contains it).
+/// The separator of a state field's parts (ASCII unit separator: no app
+/// id, channel name or user id the engine accepts contains it).
 const SEPARATOR: char = '\u{1f}';
+
+/// The state field holding the `seq` its other fields reflect.
+pub(crate) const SEQ_FIELD: &str = "seq";
+
+/// The state field holding when the node reports webhooks from.
+pub(crate) const SINCE_FIELD: &str = "since";
 
 /// The key names of one deployment.
 #[derive(Debug, Clone)]
@@ -47,17 +53,17 @@ impl Keys {
         format!("{}:node:{node}", self.prefix)
     }
 
-    /// The set of nodes that may hold presence rows.
+    /// The set of nodes that may hold channel state.
     pub(crate) fn nodes(&self) -> String {
         format!("{}:nodes", self.prefix)
     }
 
-    /// `node`'s presence rows.
-    pub(crate) fn presence(&self, node: &str) -> String {
-        format!("{}:presence:{node}", self.prefix)
+    /// `node`'s channel state.
+    pub(crate) fn state(&self, node: &str) -> String {
+        format!("{}:state:{node}", self.prefix)
     }
 
-    /// The claim to remove gone `node`'s rows.
+    /// The claim to remove gone `node`'s state.
     pub(crate) fn reap(&self, node: &str) -> String {
         format!("{}:reap:{node}", self.prefix)
     }
@@ -68,27 +74,77 @@ impl Keys {
     }
 }
 
-/// A presence row's field.
-pub(crate) fn presence_field(app_id: &str, channel: &str, user_id: &str) -> String {
-    format!("{app_id}{SEPARATOR}{channel}{SEPARATOR}{user_id}")
+/// A presence member's field.
+pub(crate) fn member_field(app_id: &str, channel: &str, user_id: &str) -> String {
+    format!("m{SEPARATOR}{app_id}{SEPARATOR}{channel}{SEPARATOR}{user_id}")
 }
 
-/// A presence row's value: the `user_info` JSON, or empty.
-pub(crate) fn presence_value(user_info: Option<&str>) -> &str {
+/// A presence member's value: the `user_info` JSON, or empty.
+pub(crate) fn member_value(user_info: Option<&str>) -> &str {
     user_info.unwrap_or_default()
 }
 
-/// Reads one of `node`'s rows; `None` for a malformed field.
-pub(crate) fn presence_entry(node: &str, field: &str, value: &str) -> Option<PresenceEntry> {
-    let mut parts = field.splitn(3, SEPARATOR);
-    let (app_id, channel, user_id) = (parts.next()?, parts.next()?, parts.next()?);
-    Some(PresenceEntry {
+/// A subscriber count's field.
+pub(crate) fn count_field(app_id: &str, channel: &str) -> String {
+    format!("c{SEPARATOR}{app_id}{SEPARATOR}{channel}")
+}
+
+/// The fields of `state`, as its hash should hold them (`seq` included).
+pub(crate) fn state_fields(state: &NodeState) -> Vec<(String, String)> {
+    let members = state.members.iter().map(|m| {
+        let field = member_field(&m.app_id, &m.channel, &m.user_id);
+        (field, member_value(m.user_info.as_deref()).to_owned())
+    });
+    let counts = state
+        .channels
+        .iter()
+        .map(|c| (count_field(&c.app_id, &c.channel), c.count.to_string()));
+    let seq = std::iter::once((SEQ_FIELD.to_owned(), state.seq.to_string()));
+    let since = state
+        .since
+        .map(|since| (SINCE_FIELD.to_owned(), since.to_string()));
+    members.chain(counts).chain(seq).chain(since).collect()
+}
+
+/// Reads `node`'s hash back; malformed fields are skipped.
+pub(crate) fn node_state(
+    node: &str,
+    fields: impl IntoIterator<Item = (String, String)>,
+) -> NodeState {
+    let mut state = NodeState {
         node: node.to_owned(),
-        app_id: app_id.to_owned(),
-        channel: channel.to_owned(),
-        user_id: user_id.to_owned(),
-        user_info: (!value.is_empty()).then(|| value.to_owned()),
-    })
+        ..NodeState::default()
+    };
+    for (field, value) in fields {
+        if field == SEQ_FIELD {
+            state.seq = value.parse().unwrap_or(0);
+            continue;
+        }
+        if field == SINCE_FIELD {
+            state.since = value.parse().ok();
+            continue;
+        }
+        let parts: Vec<&str> = field.splitn(4, SEPARATOR).collect();
+        match parts[..] {
+            ["m", app_id, channel, user_id] => state.members.push(MemberRow {
+                app_id: app_id.to_owned(),
+                channel: channel.to_owned(),
+                user_id: user_id.to_owned(),
+                user_info: (!value.is_empty()).then(|| value.clone()),
+            }),
+            ["c", app_id, channel] => {
+                if let Ok(count) = value.parse() {
+                    state.channels.push(ChannelRow {
+                        app_id: app_id.to_owned(),
+                        channel: channel.to_owned(),
+                        count,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    state
 }
 
 #[cfg(test)]
@@ -96,20 +152,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn presence_rows_round_trip() {
-        let field = presence_field("app-1", "presence-room", "user:42");
-        let entry = presence_entry("n1", &field, r#"{"name":"Alex"}"#).unwrap();
-        assert_eq!(
-            (
-                entry.app_id.as_str(),
-                entry.channel.as_str(),
-                entry.user_id.as_str()
-            ),
-            ("app-1", "presence-room", "user:42")
-        );
-        assert_eq!(entry.user_info.as_deref(), Some(r#"{"name":"Alex"}"#));
-        assert_eq!(presence_entry("n1", &field, "").unwrap().user_info, None);
-        assert_eq!(presence_entry("n1", "no separators", ""), None);
+    fn state_round_trips() {
+        let state = NodeState {
+            node: "n1".into(),
+            seq: 42,
+            since: Some(7),
+            members: vec![
+                MemberRow {
+                    app_id: "app-1".into(),
+                    channel: "presence-room".into(),
+                    user_id: "user:42".into(),
+                    user_info: Some(r#"{"name":"Alex"}"#.into()),
+                },
+                MemberRow {
+                    app_id: "app-1".into(),
+                    channel: "presence-room".into(),
+                    user_id: "u2".into(),
+                    user_info: None,
+                },
+            ],
+            channels: vec![ChannelRow {
+                app_id: "app-1".into(),
+                channel: "presence-room".into(),
+                count: 3,
+            }],
+        };
+        let mut fields = state_fields(&state);
+        fields.push(("no separators".into(), String::new()));
+        fields.push((count_field("app-1", "bad"), "x".into()));
+        assert_eq!(node_state("n1", fields), state);
     }
 
     #[test]

@@ -8,13 +8,14 @@
 //! [`BEAT_INTERVAL`]; another asks the engine for a check every
 //! [`CHECK_INTERVAL`]: it reads every subscribed thread again
 //! ([`Input::Recheck`](bubble_core::Input::Recheck)) and reconciles
-//! presence with Redis, which repairs whatever messages were lost. The
+//! channel state (presence members, subscriber counts) with Redis, which
+//! repairs whatever messages were lost. The
 //! layout of the keys is in [`keys`]; `docs/cluster.md` has the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bubble_core::cluster::ClusterMessage;
+use bubble_core::cluster::{ClusterMessage, NodeState};
 use bubble_core::ClaimId;
 use tokio::sync::mpsc;
 
@@ -30,11 +31,11 @@ use crate::driver::Command;
 use crate::store::StoreSpec;
 
 /// How often a node beats: refreshes its liveness, probes its pub/sub
-/// connection and removes the presence rows of nodes that stopped.
+/// connection and removes the channel state of nodes that stopped.
 pub(crate) const BEAT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often a node on a shared store checks what it may have missed:
-/// subscribed threads against the store, presence against Redis.
+/// subscribed threads against the store, channel state against Redis.
 pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The longest wait between two connection attempts.
@@ -210,9 +211,9 @@ impl Broker {
         });
     }
 
-    /// Makes this node's presence rows `members`, then reloads the others'.
-    pub(crate) fn reconcile(&self, members: Vec<ClusterMessage>) {
-        self.send(BrokerCmd::Reconcile { members });
+    /// Makes this node's channel state `state`, then reloads the others'.
+    pub(crate) fn reconcile(&self, state: NodeState) {
+        self.send(BrokerCmd::Reconcile { state });
     }
 }
 

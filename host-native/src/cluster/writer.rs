@@ -1,6 +1,7 @@
 //! The broker's command connection: publishes this node's messages, keeps
-//! its presence rows and liveness, claims publication keys, and removes
-//! the rows of nodes that stopped.
+//! its channel state (presence members, subscriber counts, and the `seq`
+//! they reflect) and liveness, claims publication keys, and removes the
+//! state of nodes that stopped.
 //!
 //! One task owns the connection and takes commands in the order the engine
 //! issued them, so a node's rows and messages change in that order too.
@@ -13,13 +14,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bubble_core::cluster::{ClaimOutcome, ClusterMessage, Envelope, PresenceEntry};
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, Envelope, NodeState};
 use bubble_core::ClaimId;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Pipeline, RedisResult};
 use tokio::sync::mpsc;
 
-use super::keys::{presence_entry, presence_field, presence_value, Keys};
+use super::keys::{
+    count_field, member_field, member_value, node_state, state_fields, Keys, SEQ_FIELD, SINCE_FIELD,
+};
 use super::{Backoff, Health, NodeInfo};
 use crate::driver::Command;
 
@@ -27,7 +30,7 @@ use crate::driver::Command;
 /// stops is declared gone this long after its last beat at most.
 pub(crate) const NODE_TTL: Duration = Duration::from_secs(5);
 
-/// How long one node holds the job of removing a gone node's rows.
+/// How long one node holds the job of removing a gone node's state.
 const REAP_CLAIM: Duration = Duration::from_secs(30);
 
 /// Commands taken per pipeline.
@@ -36,7 +39,7 @@ const COMMANDS_PER_PIPELINE: usize = 512;
 /// What the writer does.
 #[derive(Debug)]
 pub(crate) enum BrokerCmd {
-    /// Publish a message (and keep the presence row it describes).
+    /// Publish a message (and keep the state it describes).
     Announce(ClusterMessage),
     /// Claim a publication key for the cluster.
     Claim {
@@ -46,11 +49,10 @@ pub(crate) enum BrokerCmd {
         value: String,
         ttl_ms: u64,
     },
-    /// Make this node's presence rows exactly `members` (its
-    /// [`ClusterMessage::MemberJoined`]s), then load every other node's
-    /// rows for the engine.
-    Reconcile { members: Vec<ClusterMessage> },
-    /// Refresh liveness, send the probe, remove gone nodes' rows.
+    /// Make this node's state exactly `state`, then load every other
+    /// node's for the engine.
+    Reconcile { state: NodeState },
+    /// Refresh liveness, send the probe, remove gone nodes' state.
     Beat,
 }
 
@@ -110,7 +112,9 @@ impl Writer {
             .get_multiplexed_async_connection_with_config(&config)
             .await
         {
-            Ok(conn) => Some(conn),
+            // Alive from the first command on: a node whose state others
+            // read is never taken for a stopped one.
+            Ok(mut conn) => self.alive(&mut conn).await.ok().map(|()| conn),
             Err(e) => {
                 tracing::warn!(error = %e, "broker unreachable");
                 None
@@ -139,8 +143,8 @@ impl Writer {
                     self.flush(conn, &mut pipe, &mut claims, &mut published)
                         .await?;
                     match commands.next() {
-                        Some(BrokerCmd::Reconcile { members }) => {
-                            self.reconcile(conn, &members).await?;
+                        Some(BrokerCmd::Reconcile { state }) => {
+                            self.reconcile(conn, &state).await?;
                         }
                         Some(_) => self.beat(conn).await?,
                         None => break,
@@ -162,36 +166,7 @@ impl Writer {
     ) {
         match command {
             BrokerCmd::Announce(message) => {
-                let own = self.keys.presence(&self.node.id);
-                match &message {
-                    ClusterMessage::MemberJoined {
-                        app_id,
-                        channel,
-                        user_id,
-                        user_info,
-                    } => {
-                        pipe.cmd("SADD")
-                            .arg(self.keys.nodes())
-                            .arg(&self.node.id)
-                            .ignore();
-                        pipe.cmd("HSET")
-                            .arg(&own)
-                            .arg(presence_field(app_id, channel, user_id))
-                            .arg(presence_value(user_info.as_deref()))
-                            .ignore();
-                    }
-                    ClusterMessage::MemberLeft {
-                        app_id,
-                        channel,
-                        user_id,
-                    } => {
-                        pipe.cmd("HDEL")
-                            .arg(&own)
-                            .arg(presence_field(app_id, channel, user_id))
-                            .ignore();
-                    }
-                    _ => {}
-                }
+                self.keep_state(pipe, &message);
                 pipe.cmd("PUBLISH")
                     .arg(self.keys.bus())
                     .arg(self.envelope(message))
@@ -216,6 +191,79 @@ impl Writer {
             }
             BrokerCmd::Reconcile { .. } | BrokerCmd::Beat => {}
         }
+    }
+
+    /// Adds to the pipeline the change `message` makes to this node's
+    /// state, before the message itself is published (a node that reads
+    /// the state after the message sees the change).
+    fn keep_state(&self, pipe: &mut Pipeline, message: &ClusterMessage) {
+        let own = self.keys.state(&self.node.id);
+        if let ClusterMessage::Hello { since } = message {
+            pipe.cmd("HSET")
+                .arg(&own)
+                .arg(SINCE_FIELD)
+                .arg(since)
+                .ignore();
+            return;
+        }
+        let Some(seq) = message.seq() else {
+            return;
+        };
+        pipe.cmd("SADD")
+            .arg(self.keys.nodes())
+            .arg(&self.node.id)
+            .ignore();
+        match message {
+            ClusterMessage::MemberJoined {
+                app_id,
+                channel,
+                user_id,
+                user_info,
+                ..
+            } => {
+                pipe.cmd("HSET")
+                    .arg(&own)
+                    .arg(member_field(app_id, channel, user_id))
+                    .arg(member_value(user_info.as_deref()))
+                    .ignore();
+            }
+            ClusterMessage::MemberLeft {
+                app_id,
+                channel,
+                user_id,
+                ..
+            } => {
+                pipe.cmd("HDEL")
+                    .arg(&own)
+                    .arg(member_field(app_id, channel, user_id))
+                    .ignore();
+            }
+            ClusterMessage::Subscribers {
+                app_id,
+                channel,
+                count: 0,
+                ..
+            } => {
+                pipe.cmd("HDEL")
+                    .arg(&own)
+                    .arg(count_field(app_id, channel))
+                    .ignore();
+            }
+            ClusterMessage::Subscribers {
+                app_id,
+                channel,
+                count,
+                ..
+            } => {
+                pipe.cmd("HSET")
+                    .arg(&own)
+                    .arg(count_field(app_id, channel))
+                    .arg(count)
+                    .ignore();
+            }
+            _ => {}
+        }
+        pipe.cmd("HSET").arg(&own).arg(SEQ_FIELD).arg(seq).ignore();
     }
 
     /// Sends the pipeline and answers its claims.
@@ -271,6 +319,18 @@ impl Writer {
         }
     }
 
+    /// Marks this node alive for [`NODE_TTL`].
+    async fn alive(&self, conn: &mut MultiplexedConnection) -> RedisResult<()> {
+        let ttl_ms = u64::try_from(NODE_TTL.as_millis()).unwrap_or(u64::MAX);
+        redis::cmd("SET")
+            .arg(self.keys.alive(&self.node.id))
+            .arg(1)
+            .arg("PX")
+            .arg(ttl_ms)
+            .exec_async(conn)
+            .await
+    }
+
     /// Refreshes liveness, probes the pub/sub path, removes gone nodes.
     async fn beat(&self, conn: &mut MultiplexedConnection) -> RedisResult<()> {
         let ttl_ms = u64::try_from(NODE_TTL.as_millis()).unwrap_or(u64::MAX);
@@ -303,7 +363,7 @@ impl Writer {
         Ok(())
     }
 
-    /// Removes gone `node`'s rows and tells every node, if this node wins
+    /// Removes gone `node`'s state and tells every node, if this node wins
     /// the job.
     async fn reap(&self, conn: &mut MultiplexedConnection, node: &str) -> RedisResult<()> {
         let claim_ms = u64::try_from(REAP_CLAIM.as_millis()).unwrap_or(u64::MAX);
@@ -319,7 +379,7 @@ impl Writer {
             return Ok(());
         }
         let rows: u64 = redis::cmd("HLEN")
-            .arg(self.keys.presence(node))
+            .arg(self.keys.state(node))
             .query_async(conn)
             .await?;
         let gone = ClusterMessage::NodeGone {
@@ -328,7 +388,7 @@ impl Writer {
         redis::pipe()
             .atomic()
             .cmd("DEL")
-            .arg(self.keys.presence(node))
+            .arg(self.keys.state(node))
             .ignore()
             .cmd("SREM")
             .arg(self.keys.nodes())
@@ -340,7 +400,7 @@ impl Writer {
             .ignore()
             .exec_async(conn)
             .await?;
-        tracing::info!(node, rows, "removed the presence rows of a stopped node");
+        tracing::info!(node, rows, "removed the channel state of a stopped node");
         self.health.expired(rows);
         self.health.sent(1);
         // The bus does not bring a node its own messages.
@@ -354,29 +414,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Sets this node's rows to `members`, then hands the engine every
-    /// other live node's rows.
+    /// Sets this node's state to `state`, then hands the engine every other
+    /// node's (each read whole, with its `seq`, by one command).
     async fn reconcile(
         &self,
         conn: &mut MultiplexedConnection,
-        members: &[ClusterMessage],
+        state: &NodeState,
     ) -> RedisResult<()> {
-        let own = self.keys.presence(&self.node.id);
-        let wanted: BTreeMap<String, &str> = members
-            .iter()
-            .filter_map(|m| match m {
-                ClusterMessage::MemberJoined {
-                    app_id,
-                    channel,
-                    user_id,
-                    user_info,
-                } => Some((
-                    presence_field(app_id, channel, user_id),
-                    presence_value(user_info.as_deref()),
-                )),
-                _ => None,
-            })
-            .collect();
+        let own = self.keys.state(&self.node.id);
+        let wanted: BTreeMap<String, String> = state_fields(state).into_iter().collect();
         let held: BTreeMap<String, String> =
             redis::cmd("HGETALL").arg(&own).query_async(conn).await?;
         let mut pipe = redis::pipe();
@@ -389,8 +435,8 @@ impl Writer {
             pipe.cmd("HDEL").arg(&own).arg(stale).ignore();
         }
         for (field, value) in &wanted {
-            if held.get(field).map(String::as_str) != Some(*value) {
-                pipe.cmd("HSET").arg(&own).arg(field).arg(*value).ignore();
+            if held.get(field) != Some(value) {
+                pipe.cmd("HSET").arg(&own).arg(field).arg(value).ignore();
             }
         }
         pipe.exec_async(conn).await?;
@@ -399,18 +445,18 @@ impl Writer {
             .arg(self.keys.nodes())
             .query_async(conn)
             .await?;
-        let mut entries: Vec<PresenceEntry> = Vec::new();
+        let mut states = Vec::new();
         for node in nodes.iter().filter(|n| **n != self.node.id) {
-            let rows: BTreeMap<String, String> = redis::cmd("HGETALL")
-                .arg(self.keys.presence(node))
+            let fields: BTreeMap<String, String> = redis::cmd("HGETALL")
+                .arg(self.keys.state(node))
                 .query_async(conn)
                 .await?;
-            entries.extend(
-                rows.iter()
-                    .filter_map(|(field, value)| presence_entry(node, field, value)),
-            );
+            states.push(node_state(node, fields));
         }
-        let _ = self.inbox.send(Command::RemotePresence { entries }).await;
+        let _ = self
+            .inbox
+            .send(Command::ClusterState { nodes: states })
+            .await;
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bubble_core::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use bubble_core::cluster::{ClaimOutcome, ClusterMessage, NodeState};
 use bubble_core::edge::{AcceptedHandshake, ChannelsUpgrade};
 use bubble_core::http::{HttpRequest, HttpResponse, Method};
 use bubble_core::store::{Backend, MemoryStore};
@@ -28,6 +28,7 @@ pub(crate) mod conn;
 mod writers;
 
 use crate::jwks::{JwksSource, KeyFetcher};
+use crate::config::WebhookSettings;
 use crate::webhooks::Webhooks;
 
 use crate::cluster::{Broker, ClusterSettings, Health};
@@ -100,8 +101,8 @@ pub(crate) enum Command {
         node: String,
         message: ClusterMessage,
     },
-    /// The other nodes' presence rows, from the broker.
-    RemotePresence { entries: Vec<PresenceEntry> },
+    /// The other nodes' channel state, from the broker.
+    ClusterState { nodes: Vec<NodeState> },
     /// A publication key's claim settled.
     Claimed {
         claim: ClaimId,
@@ -118,7 +119,8 @@ pub(crate) enum Command {
     Metrics { reply: oneshot::Sender<String> },
     /// Answer when the engine task is responsive.
     Ready { reply: oneshot::Sender<()> },
-    /// Close every socket with 1001 and refuse new ones.
+    /// Close every socket the way its protocol asks clients to come back
+    /// (the engine decides: 1001, or Pusher's 4200) and refuse new ones.
     Shutdown,
     /// Stop the task.
     Stop,
@@ -229,6 +231,7 @@ pub(crate) fn spawn(
     stats: Arc<Stats>,
     cluster: Option<(&ClusterSettings, Arc<Health>)>,
     jwks: Option<JwksSource>,
+    webhooks: &WebhookSettings,
 ) -> std::io::Result<Running> {
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
@@ -253,7 +256,8 @@ pub(crate) fn spawn(
         done: done_rx,
         reads: read_rx,
     };
-    let webhooks = Webhooks::new(tokio::runtime::Handle::current());
+    let webhooks = Webhooks::new(tokio::runtime::Handle::current(), webhooks)
+        .map_err(std::io::Error::other)?;
     let keys = KeyFetcher::new(jwks, tokio::runtime::Handle::current(), inbox_tx.clone());
     let build = move || {
         let engine = Engine::new(config, seed);
@@ -505,11 +509,15 @@ impl Driver {
                 node: &node,
                 message,
             }),
-            Command::RemotePresence { entries } => self.input(Input::RemotePresence { entries }),
+            Command::ClusterState { nodes } => self.input(Input::ClusterState { nodes }),
             Command::Claimed { claim, outcome } => self.input(Input::Claimed { claim, outcome }),
             Command::ClusterCheck => {
-                if let Some(broker) = &self.broker {
-                    broker.reconcile(self.engine.local_members());
+                if self.broker.is_some() {
+                    let now = self.now();
+                    let state = self.engine.local_state(now);
+                    if let Some(broker) = &self.broker {
+                        broker.reconcile(state);
+                    }
                 }
                 self.input(Input::Recheck);
             }
@@ -519,6 +527,7 @@ impl Driver {
                 let mut text = self.engine.metrics().render_prometheus();
                 self.stats
                     .render(&mut text, self.conns.len(), self.pending.len());
+                self.webhooks.render(&mut text);
                 let _ = reply.send(text);
             }
             Command::Ready { reply } => {
@@ -526,6 +535,8 @@ impl Driver {
             }
             Command::Shutdown => {
                 self.shutting_down = true;
+                self.input(Input::Shutdown);
+                // Whatever the engine did not close (it closes every socket).
                 let open: Vec<ConnId> = self.conns.keys().copied().collect();
                 for conn in open {
                     if let Some(handle) = self.conns.remove(&conn) {

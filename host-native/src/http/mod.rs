@@ -77,14 +77,6 @@ impl Host {
     pub(crate) fn next_conn(&self) -> ConnId {
         ConnId(self.next_conn.fetch_add(1, Ordering::Relaxed))
     }
-
-    /// The largest request body read for an engine route.
-    fn body_limit(&self) -> usize {
-        self.limits
-            .max_event_bytes
-            .saturating_mul(2)
-            .saturating_add(64 * 1024)
-    }
 }
 
 /// Every route, over `host`: one handler, routed by the edge.
@@ -187,12 +179,6 @@ fn route(edge: &Edge, req: &Request) -> (Endpoint, bubble_core::edge::Headers) {
     (edge.route(&head), edge.cors_headers(&head))
 }
 
-fn too_large(limit: usize) -> Response {
-    respond(HttpResponse::error(&BubbleError::PayloadTooLarge(format!(
-        "Request body exceeds {limit} bytes."
-    ))))
-}
-
 /// Bytes of an oversized body read and discarded before answering 413, so
 /// the client is not reset while it is still sending.
 const DRAIN_LIMIT: usize = 32 * 1024 * 1024;
@@ -229,8 +215,9 @@ async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
 }
 
 async fn engine_route(host: Arc<Host>, req: Request) -> Response {
-    let limit = host.body_limit();
+    let limit = bubble_core::edge::body_limit(&host.limits, req.uri().path());
     let (parts, body) = req.into_parts();
+    let too_large = |limit| respond(bubble_core::edge::body_too_large(parts.uri.path(), limit));
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)

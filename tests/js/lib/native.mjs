@@ -54,14 +54,15 @@ export function toToml(config) {
 /**
  * `bubble serve` on an ephemeral port (and its built-in page at `/`), with
  * an in-memory store unless `store` names another; `args` are added to the
- * command line (a cluster node's `--node-id`, `--broker`…).
+ * command line (a cluster node's `--node-id`, `--broker`…), `env` to its
+ * environment.
  */
-export async function startNative(config = CONFIG, { store = 'memory', args: extra = [] } = {}) {
+export async function startNative(config = CONFIG, { store = 'memory', args: extra = [], env: extraEnv = {} } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'bubble-js-'));
   const configPath = join(dir, 'bubble.toml');
   await writeFile(configPath, toToml(config));
   const binary = process.env.BUBBLE_BIN ?? join(resolve(REPO, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/bubble');
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_')));
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BUBBLE_'))), ...extraEnv };
   const args = ['serve', '--config', configPath, '--listen', '127.0.0.1:0', '--store', store, ...extra];
   const child = spawn(binary, args, {
     cwd: dir,
@@ -86,12 +87,20 @@ export async function startNative(config = CONFIG, { store = 'memory', args: ext
     url,
     logs: () => log,
     stop: async () => {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
         await exited;
       }
       await rm(dir, { recursive: true, force: true });
+    },
+    /** Kills the process with SIGKILL (it tells nobody) and waits for it to die. */
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
     },
   };
 }

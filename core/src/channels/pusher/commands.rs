@@ -29,6 +29,9 @@ pub(crate) enum Command {
     },
     /// `pusher:ping`: answer `pusher:pong`.
     Ping,
+    /// `pusher:pong`, the answer to the server's `pusher:ping` (any message
+    /// shows the socket is alive; this one is not counted as a command).
+    Pong,
     /// `pusher:signin`: user authentication.
     Signin {
         /// `APP_KEY:signature` of `socket_id::user::user_data`.
@@ -57,6 +60,7 @@ pub(crate) fn parse(text: &str) -> Option<Command> {
     };
     match event.as_str() {
         "pusher:ping" => Some(Command::Ping),
+        "pusher:pong" => Some(Command::Pong),
         "pusher:signin" => {
             let mut data = object_data(message.remove("data"))?;
             Some(Command::Signin {

@@ -2,13 +2,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::channels::names::is_valid_subscription_name;
+use crate::channels::names::{is_valid_pusher_name, is_valid_subscription_name};
 use crate::channels::publish::MAX_PUBLISH_NAME_CHARS;
 
 /// Most channels one event may target.
-pub(crate) const MAX_EVENT_CHANNELS: usize = 100;
+pub(crate) const MAX_EVENT_CHANNELS: usize = crate::edge::PUSHER_EVENT_CHANNELS;
 /// Most events one batch may hold.
-pub(crate) const MAX_BATCH_EVENTS: usize = 10;
+pub(crate) const MAX_BATCH_EVENTS: usize = crate::edge::PUSHER_BATCH_EVENTS;
 
 /// Why an events body was refused: 413 for oversized data, 400 otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,12 +25,13 @@ pub(crate) enum EventError {
     /// Neither `channels` nor `channel`, or not strings, or over 100.
     #[error("Invalid channels: give channel or 1 to 100 channels")]
     InvalidChannels,
-    /// A channel name outside Pusher's alphabet or over 200 bytes.
+    /// A channel name outside Pusher's alphabet or over 164 characters.
     #[error("Invalid channel name: {0}")]
     InvalidChannelName(String),
-    /// `socket_id` present but not a string.
-    #[error("Invalid socket_id")]
-    InvalidSocketId,
+    /// `socket_id` present but not a string of the form `digits.digits`
+    /// (the form of every `socket_id` a Pusher socket gets).
+    #[error("Invalid socket id: '{0}'")]
+    InvalidSocketId(String),
     /// More than 10 events in a batch.
     #[error("Batch too large: at most {MAX_BATCH_EVENTS} events")]
     BatchTooLarge,
@@ -117,7 +118,7 @@ fn event(mut fields: Map<String, Value>, max_data_bytes: usize) -> Result<Event,
         let Value::String(channel) = name else {
             return Err(EventError::InvalidChannels);
         };
-        if !is_valid_subscription_name(&channel) && !is_user_channel(&channel) {
+        if !is_valid_pusher_name(&channel) && !is_user_channel(&channel) {
             return Err(EventError::InvalidChannelName(channel));
         }
         if !channels.contains(&channel) {
@@ -126,8 +127,9 @@ fn event(mut fields: Map<String, Value>, max_data_bytes: usize) -> Result<Event,
     }
     let socket_id = match fields.remove("socket_id") {
         None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(id),
-        Some(_) => return Err(EventError::InvalidSocketId),
+        Some(Value::String(id)) if is_socket_id(&id) => Some(id),
+        Some(Value::String(id)) => return Err(EventError::InvalidSocketId(id)),
+        Some(other) => return Err(EventError::InvalidSocketId(other.to_string())),
     };
     let info = match fields.remove("info") {
         Some(Value::String(info)) => attributes(&info),
@@ -140,6 +142,13 @@ fn event(mut fields: Map<String, Value>, max_data_bytes: usize) -> Result<Event,
         socket_id,
         info,
     })
+}
+
+/// Whether `id` has the form of a `socket_id`: `^\d+\.\d+$`.
+fn is_socket_id(id: &str) -> bool {
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    id.split_once('.')
+        .is_some_and(|(head, tail)| digits(head) && digits(tail))
 }
 
 /// `#server-to-user-<id>`, where the `pusher` libraries' `sendToUser`
@@ -162,6 +171,28 @@ pub(crate) fn attributes(info: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Limits;
+
+    /// The largest batch Pusher's API allows, every byte of its data and
+    /// names escaped at its longest, fits in what a host reads.
+    #[test]
+    fn the_largest_batch_fits_the_body_limit() {
+        let limits = Limits::default();
+        let data = "\u{1}".repeat(limits.max_publish_data_bytes);
+        let name = "\u{2}".repeat(MAX_PUBLISH_NAME_CHARS);
+        let channels: Vec<String> = (0..MAX_EVENT_CHANNELS)
+            .map(|i| format!("{i:03}{}", "c".repeat(161)))
+            .collect();
+        let event = serde_json::json!({
+            "name": name, "data": data, "channels": channels,
+            "socket_id": "123456789.987654321", "info": "subscription_count,user_count",
+        });
+        let body = serde_json::json!({ "batch": vec![event; MAX_BATCH_EVENTS] }).to_string();
+        let limit = crate::edge::body_limit(&limits, "/apps/app-1/batch_events");
+        assert!(body.len() <= limit, "{} > {limit}", body.len());
+        let events = parse_batch(body.as_bytes(), limits.max_publish_data_bytes).unwrap();
+        assert_eq!(events.len(), MAX_BATCH_EVENTS);
+    }
 
     #[test]
     fn events_bodies() {
@@ -201,9 +232,34 @@ mod tests {
                 br#"{"name":"n","data":"12345678901","channel":"a"}"#,
                 EventError::DataTooLarge(10),
             ),
+            (
+                br#"{"name":"n","data":"x","channel":"a","socket_id":"abc"}"#,
+                EventError::InvalidSocketId("abc".into()),
+            ),
+            (
+                br#"{"name":"n","data":"x","channel":"a","socket_id":"1.2.3"}"#,
+                EventError::InvalidSocketId("1.2.3".into()),
+            ),
+            (
+                br#"{"name":"n","data":"x","channel":"a","socket_id":"1."}"#,
+                EventError::InvalidSocketId("1.".into()),
+            ),
+            (
+                br#"{"name":"n","data":"x","channel":"a","socket_id":12}"#,
+                EventError::InvalidSocketId("12".into()),
+            ),
         ] {
             assert_eq!(parse_event(body, 10), Err(err));
         }
+        let long = "c".repeat(165);
+        let body = serde_json::json!({"name":"n","data":"x","channel":long}).to_string();
+        assert_eq!(
+            parse_event(body.as_bytes(), 10),
+            Err(EventError::InvalidChannelName(long))
+        );
+        let at_limit = "c".repeat(164);
+        let body = serde_json::json!({"name":"n","data":"x","channel":at_limit}).to_string();
+        assert!(parse_event(body.as_bytes(), 10).is_ok());
         let batch: Vec<_> = (0..11)
             .map(|_| serde_json::json!({"name":"n","data":"x","channel":"a"}))
             .collect();

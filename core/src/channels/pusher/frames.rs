@@ -42,7 +42,7 @@ pub(crate) fn presence_succeeded(channel: &str, snapshot: &Value) -> SharedFrame
 /// `pusher:subscription_error` as pusher-js reads it: `{type, error, status}`.
 pub(crate) fn subscription_error(channel: &str, err: &SubscribeError) -> SharedFrame {
     let (kind, status) = match err {
-        SubscribeError::NotAuthorized => ("AuthError", 401),
+        SubscribeError::NotAuthorized(_) => ("AuthError", 401),
         SubscribeError::InvalidChannel | SubscribeError::TooManyChannels(_) => {
             ("ChannelError", 400)
         }
@@ -89,6 +89,11 @@ pub(crate) fn signin_success(user_data: &str) -> SharedFrame {
     frame(&json!({ "event": "pusher:signin_success", "data": { "user_data": user_data } }))
 }
 
+/// `pusher:ping`, the server's heartbeat to a silent socket.
+pub(crate) fn ping() -> SharedFrame {
+    frame(&json!({ "event": "pusher:ping", "data": "{}" }))
+}
+
 /// `pusher:pong`, the answer to a `pusher:ping`.
 pub(crate) fn pong() -> SharedFrame {
     frame(&json!({ "event": "pusher:pong", "data": "{}" }))
@@ -107,6 +112,7 @@ pub(crate) fn event(channel: &str, name: &str, data: &Value, user_id: Option<&st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channels::socket::AuthFailure;
 
     #[test]
     fn protocol_7_shapes() {
@@ -135,6 +141,11 @@ mod tests {
             &*error(&PusherError::UnsupportedProtocol),
             r#"{"event":"pusher:error","data":{"code":4007,"message":"Unsupported protocol version"}}"#
         );
+        assert_eq!(&*ping(), r#"{"event":"pusher:ping","data":"{}"}"#);
+        assert_eq!(
+            &*error(&PusherError::PongTimeout),
+            r#"{"event":"pusher:error","data":{"code":4201,"message":"Pong reply not received"}}"#
+        );
         assert_eq!(
             &*error(&PusherError::ClientEventPublic),
             r#"{"event":"pusher:error","data":{"code":null,"message":"Client events are only supported on private and presence channels"}}"#
@@ -144,7 +155,10 @@ mod tests {
             r#"{"event":"client-typing","channel":"private-a","data":{"on":true},"user_id":"7"}"#
         );
         assert_eq!(
-            &*subscription_error("private-a", &SubscribeError::NotAuthorized),
+            &*subscription_error(
+                "private-a",
+                &SubscribeError::NotAuthorized(AuthFailure::Key(String::new()))
+            ),
             r#"{"event":"pusher:subscription_error","channel":"private-a","data":{"type":"AuthError","error":"Subscription not authorized","status":401}}"#
         );
     }

@@ -5,6 +5,11 @@
 //! 401 for a bad signature or a stale timestamp, 404 for an unknown app or
 //! route, 405 for another method, 413 for data over the limit. Success is
 //! JSON: `{}` for events (or the `info` asked for).
+//!
+//! Channel queries answer for the whole cluster: `occupied` and
+//! `subscription_count` count the subscribers every node holds (the nodes
+//! tell each other their counts), `user_count` and `users` the presence
+//! members every node holds.
 
 use std::borrow::Cow;
 
@@ -162,7 +167,13 @@ pub(crate) fn handle(
 /// Publishes one event; answers its `info` (`{}` when none was asked for).
 fn publish(app: &App, cx: &mut Ctx<'_>, event: Event) -> Value {
     let payload = pubb_frames::payload(&event.name, &Value::String(event.data));
-    fanout::publish(app, cx, event.channels.clone(), payload, event.socket_id);
+    fanout::publish(
+        app,
+        cx,
+        (event.channels.clone(), payload),
+        event.socket_id,
+        false,
+    );
     if event.info.is_empty() {
         return json!({});
     }
@@ -191,19 +202,14 @@ fn info(app: &App, channel: &str, asked: &[String]) -> Map<String, Value> {
     out
 }
 
-/// Sockets subscribed to `channel` on this node.
-fn subscription_count(app: &App, channel: &str) -> usize {
-    app.channels.get(channel).map_or(0, |c| c.subscribers.len())
+/// Sockets subscribed to `channel` on every node.
+fn subscription_count(app: &App, channel: &str) -> u64 {
+    app.subscribers(channel)
 }
 
 /// Members of presence `channel` anywhere in the cluster.
 fn user_count(app: &App, channel: &str) -> usize {
     app.presence.get(channel).map_or(0, |p| p.count())
-}
-
-/// Whether `channel` has a subscriber here or a member anywhere.
-fn occupied(app: &App, channel: &str) -> bool {
-    app.channels.contains_key(channel) || app.presence.contains_key(channel)
 }
 
 /// `GET /apps/:id/channels?filter_by_prefix=…&info=user_count,subscription_count`.
@@ -216,14 +222,10 @@ fn channels(app: &App, query: &Query) -> HttpResponse {
             "user_count may only be requested with filter_by_prefix=presence-",
         );
     }
-    let mut names: Vec<&String> = app
-        .channels
-        .keys()
-        .chain(app.presence.keys())
-        .filter(|name| name.starts_with(prefix))
-        .collect();
-    names.sort();
-    names.dedup();
+    let names = app
+        .occupied_channels()
+        .into_iter()
+        .filter(|name| name.starts_with(prefix) && !name.starts_with('#'));
     let channels: Map<String, Value> = names
         .into_iter()
         .map(|name| (name.clone(), Value::Object(info(app, name, &asked))))
@@ -238,7 +240,7 @@ fn channel(app: &App, name: &str, query: &Query) -> HttpResponse {
         return text(400, "user_count is only available for presence channels");
     }
     let mut body = Map::new();
-    body.insert("occupied".into(), json!(occupied(app, name)));
+    body.insert("occupied".into(), json!(app.occupied(name)));
     body.extend(info(app, name, &asked));
     ok(&Value::Object(body))
 }

@@ -6,7 +6,7 @@ use subtle::ConstantTimeEq;
 
 use crate::ctx::Ctx;
 use crate::ids::ConnId;
-use crate::io::Output;
+use crate::io::{Output, WsFrame};
 
 use super::commands::{self, Command};
 use super::error::PusherError;
@@ -25,10 +25,36 @@ pub(crate) const CLIENT_EVENT_RATE: u32 = 10;
 /// The window of [`CLIENT_EVENT_RATE`].
 pub(crate) const CLIENT_EVENT_WINDOW_MS: u64 = 1000;
 
-/// One text message of a Pusher socket (its size and the command rate are
-/// checked already).
-pub(crate) fn command(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, text: &str) {
-    match commands::parse(text) {
+/// One message of a Pusher socket (its size is checked already): the
+/// command rate, then the command. `pusher:subscribe` and
+/// `pusher:unsubscribe` count against their own allowance, `max_channels +
+/// command_rate` per window, so a client that resubscribes to all its
+/// channels at once after a reconnection is not refused; `pusher:pong` is
+/// not counted; everything else counts against `command_rate`. Over either:
+/// `pusher:error` 4100 and close 4100.
+pub(crate) fn frame(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, frame: WsFrame<'_>) {
+    let command = match frame {
+        WsFrame::Text(text) => commands::parse(text),
+        WsFrame::Binary(_) => None,
+    };
+    let Some(socket) = reg.sockets.get_mut(&conn) else {
+        return;
+    };
+    let (limit, window_ms) = (cx.limits.command_rate, cx.limits.command_rate_window_ms);
+    let allowed = match &command {
+        Some(Command::Pong) => true,
+        Some(Command::Subscribe { .. } | Command::Unsubscribe { .. }) => {
+            let channels = u32::try_from(cx.limits.max_channels).unwrap_or(u32::MAX);
+            let limit = limit.saturating_add(channels);
+            socket.subscription_rate.allow(cx.now, limit, window_ms)
+        }
+        _ => socket.rate.allow(cx.now, limit, window_ms),
+    };
+    if !allowed {
+        socket.closing = true;
+        return super::refuse(cx, conn, &PusherError::OverCapacity);
+    }
+    match command {
         Some(Command::Subscribe {
             channel,
             auth,
@@ -59,7 +85,7 @@ pub(crate) fn command(reg: &mut Registry, cx: &mut Ctx<'_>, conn: ConnId, text: 
                 });
             }
         }
-        None => {}
+        Some(Command::Pong) | None => {}
     }
 }
 
@@ -107,8 +133,9 @@ fn client_event(
     };
     let socket_id = Some(socket.socket_id.clone());
     let app_idx = socket.app;
-    fanout::publish(app, cx, vec![channel.to_owned()], payload, socket_id);
-    webhooks::note(reg, app_idx, event);
+    let target = (vec![channel.to_owned()], payload);
+    fanout::publish(app, cx, target, socket_id, true);
+    webhooks::report(reg, app_idx, event, cx.now);
     Ok(())
 }
 

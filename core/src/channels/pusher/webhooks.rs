@@ -1,23 +1,28 @@
 //! Pusher webhooks: which channel events an app's endpoints hear, batched
-//! per engine input and signed here; the host only POSTs the batches
+//! and signed here; the host only POSTs the batches
 //! ([`crate::Output::Webhook`]), in order per endpoint, retrying.
 //!
-//! A batch is `{"time_ms", "events": [...]}` with the events of one input
-//! (a socket closing on five channels makes one batch), signed with
-//! HMAC-SHA256 of the body keyed with the app secret. In a cluster each
-//! event is reported by one node: `member_added`/`member_removed` by the
-//! node where the user became or stopped being a member anywhere,
-//! `client_event` by the sender's, `channel_occupied`/`channel_vacated` by
-//! the node whose subscribers occupy a channel no other node holds, or
-//! leave it so (nodes tell each other when their own subscribers of a
-//! channel come and go, for apps with webhooks).
+//! Events noted during an input join their endpoint's open batch; a batch
+//! goes out `limits.webhook_batch_ms` after its first event, or as soon as
+//! it holds `limits.webhook_batch_events` (time is the engine's input, so
+//! the window is a timer of [`crate::Engine::poll_timeout`]). A batch is
+//! `{"time_ms", "events": [...]}`, signed with HMAC-SHA256 of the body
+//! keyed with the app secret.
+//!
+//! In a cluster every event of a channel is reported by one node, the
+//! channel's reporter at the event's time (`channels/peers.rs`):
+//! `channel_occupied`/`channel_vacated` when the channel's subscribers on
+//! all nodes (which the nodes tell each other) go from none to some and
+//! back, `member_added`/`member_removed` when a user becomes or stops being
+//! a member anywhere, `client_event` when a client event is sent on any
+//! node. One node sees them all in an order consistent with each sender's,
+//! so an endpoint gets them once, in order per channel.
 
 use serde_json::{json, Value};
 
-use crate::channels::fanout;
 use crate::channels::registry::{AppIdx, Registry};
-use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
+use crate::ids::Millis;
 use crate::io::Output;
 
 use super::signing::hmac_hex;
@@ -76,6 +81,17 @@ impl WebhookEvent {
         }
     }
 
+    /// The channel it is about.
+    pub(crate) fn channel(&self) -> &str {
+        match self {
+            WebhookEvent::Occupied { channel }
+            | WebhookEvent::Vacated { channel }
+            | WebhookEvent::MemberAdded { channel, .. }
+            | WebhookEvent::MemberRemoved { channel, .. }
+            | WebhookEvent::ClientEvent { channel, .. } => channel,
+        }
+    }
+
     fn to_json(&self) -> Value {
         let name = self.name();
         match self {
@@ -113,108 +129,109 @@ impl WebhookEvent {
     }
 }
 
-/// Notes `event` of `app` for the end of the input, if the app has webhooks.
-pub(crate) fn note(reg: &mut Registry, app: AppIdx, event: WebhookEvent) {
-    if !reg.apps[app].config.webhooks.is_empty() {
+/// Notes `event` of `app`, which happened at `at`, for the end of the
+/// input, if the app has webhooks and this node reports the channel's
+/// events at that time. User channels (`#server-to-user-…`) have none.
+pub(crate) fn report(reg: &mut Registry, app: AppIdx, event: WebhookEvent, at: Millis) {
+    let config = &reg.apps[app].config;
+    if config.webhooks.is_empty() || event.channel().starts_with('#') {
+        return;
+    }
+    if reg.peers.owns(&config.id, event.channel(), at) {
         reg.webhooks.push((app, event));
     }
 }
 
-/// This node's subscribers of `channel` came (`occupied`) or went: report
-/// it when no other node holds the channel, and tell the other nodes.
-pub(crate) fn occupancy(
-    reg: &mut Registry,
-    cx: &mut Ctx<'_>,
+/// One endpoint's events waiting to go out together.
+#[derive(Debug)]
+struct Batch {
     app: AppIdx,
-    channel: &str,
-    occupied: bool,
-) {
-    let state = &mut reg.apps[app];
-    if state.config.webhooks.is_empty() || channel.starts_with('#') {
-        return;
-    }
-    let elsewhere = state
-        .remote_occupied
-        .get(channel)
-        .is_some_and(|nodes| !nodes.is_empty());
-    if occupied || !elsewhere {
-        state.pending_vacated.remove(channel);
-    } else {
-        state.pending_vacated.insert(channel.to_owned());
-    }
-    fanout::announce(
-        cx,
-        ClusterMessage::ChannelOccupancy {
-            app_id: state.config.id.clone(),
-            channel: channel.to_owned(),
-            occupied,
-            reported: !elsewhere,
-        },
-    );
-    if !elsewhere {
-        let channel = channel.to_owned();
-        let event = if occupied {
-            WebhookEvent::Occupied { channel }
-        } else {
-            WebhookEvent::Vacated { channel }
-        };
-        note(reg, app, event);
+    /// The endpoint's index among the app's webhooks.
+    hook: usize,
+    /// When its first event was noted.
+    since: Millis,
+    events: Vec<Value>,
+}
+
+/// The open batches, at most one per endpoint, in the order they opened.
+#[derive(Debug, Default)]
+pub(crate) struct Batches {
+    open: Vec<Batch>,
+}
+
+impl Batches {
+    /// When the oldest open batch is due.
+    pub(crate) fn next_deadline(&self, window_ms: u64) -> Option<Millis> {
+        self.open.iter().map(|b| b.since.plus(window_ms)).min()
     }
 }
 
-/// `node` has subscribers of `channel` now (`occupied`), or none any more.
-/// When the last other node leaves a channel this node left meanwhile, and
-/// it did not report it, this node does (at least once: two nodes leaving
-/// at the same moment both report it).
-pub(crate) fn remote_occupancy(
-    reg: &mut Registry,
-    app: AppIdx,
-    node: &str,
-    channel: &str,
-    (occupied, reported): (bool, bool),
-) {
-    let state = &mut reg.apps[app];
-    let nodes = state.remote_occupied.entry(channel.to_owned()).or_default();
-    if occupied {
-        nodes.insert(node.to_owned());
-        return;
-    }
-    nodes.remove(node);
-    if !nodes.is_empty() {
-        return;
-    }
-    state.remote_occupied.remove(channel);
-    let owed = state.pending_vacated.remove(channel);
-    if owed && !reported && !state.channels.contains_key(channel) {
-        let channel = channel.to_owned();
-        note(reg, app, WebhookEvent::Vacated { channel });
-    }
-}
-
-/// Turns the events noted during this input into one signed batch per
-/// endpoint that takes any of them.
-pub(crate) fn flush(reg: &mut Registry, cx: &mut Ctx<'_>) {
+/// Adds the events noted during this input to their endpoints' batches,
+/// and sends the batches that are full (or all of them, with no window).
+pub(crate) fn end_input(reg: &mut Registry, cx: &mut Ctx<'_>) {
     if reg.webhooks.is_empty() {
         return;
     }
-    let noted = std::mem::take(&mut reg.webhooks);
-    for (idx, app) in reg.apps.iter().enumerate() {
-        for hook in &app.config.webhooks {
-            let events: Vec<Value> = noted
-                .iter()
-                .filter(|(a, e)| *a == idx && hook.event_types.iter().any(|t| t == e.name()))
-                .map(|(_, e)| e.to_json())
-                .collect();
-            if events.is_empty() {
-                continue;
+    let max = cx.limits.webhook_batch_events.max(1);
+    for (app, event) in std::mem::take(&mut reg.webhooks) {
+        let hooks: Vec<usize> = reg.apps[app]
+            .config
+            .webhooks
+            .iter()
+            .enumerate()
+            .filter(|(_, hook)| hook.event_types.iter().any(|t| t == event.name()))
+            .map(|(hook, _)| hook)
+            .collect();
+        let json = event.to_json();
+        for hook in hooks {
+            let open = &mut reg.batches.open;
+            let at = match open.iter().position(|b| b.app == app && b.hook == hook) {
+                Some(at) => at,
+                None => {
+                    open.push(Batch {
+                        app,
+                        hook,
+                        since: cx.now,
+                        events: Vec::new(),
+                    });
+                    open.len() - 1
+                }
+            };
+            open[at].events.push(json.clone());
+            if open[at].events.len() >= max {
+                let full = open.remove(at);
+                send(reg, cx, full);
             }
-            let body = json!({ "time_ms": cx.now.0, "events": events }).to_string();
-            cx.out.push_unfenced(Output::Webhook {
-                url: hook.url.clone(),
-                key: app.config.key.clone(),
-                signature: hmac_hex(&app.config.secret, body.as_bytes()),
-                body,
-            });
         }
     }
+    if cx.limits.webhook_batch_ms == 0 {
+        tick(reg, cx);
+    }
+}
+
+/// Sends every batch whose window has passed.
+pub(crate) fn tick(reg: &mut Registry, cx: &mut Ctx<'_>) {
+    let window = cx.limits.webhook_batch_ms;
+    let (due, open): (Vec<Batch>, Vec<Batch>) = std::mem::take(&mut reg.batches.open)
+        .into_iter()
+        .partition(|b| b.since.plus(window) <= cx.now);
+    reg.batches.open = open;
+    for batch in due {
+        send(reg, cx, batch);
+    }
+}
+
+/// Signs and emits one batch.
+fn send(reg: &Registry, cx: &mut Ctx<'_>, batch: Batch) {
+    let app = &reg.apps[batch.app].config;
+    let Some(hook) = app.webhooks.get(batch.hook) else {
+        return;
+    };
+    let body = json!({ "time_ms": cx.now.0, "events": batch.events }).to_string();
+    cx.out.push_unfenced(Output::Webhook {
+        url: hook.url.clone(),
+        key: app.key.clone(),
+        signature: hmac_hex(&app.secret, body.as_bytes()),
+        body,
+    });
 }

@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use super::{app, subscribe, Harness};
-use crate::cluster::{ClaimOutcome, ClusterMessage, PresenceEntry};
+use crate::cluster::{ClaimOutcome, ClusterMessage, MemberRow, NodeState};
 use crate::config::Config;
 use crate::{ChannelProtocol, Input, Output};
 
-const CHANNEL: &str = "presence-room";
+pub(super) const CHANNEL: &str = "presence-room";
 
 fn node() -> Harness {
     Harness::with(Config {
@@ -29,7 +29,7 @@ fn relay(from: &mut Harness, name: &str, to: &mut Harness) {
 }
 
 /// Opens socket `conn` and subscribes it to [`CHANNEL`] as `user`.
-fn join(h: &mut Harness, conn: u64, user: &str) {
+pub(super) fn join(h: &mut Harness, conn: u64, user: &str) {
     let socket_id = h.open(conn, 1, ChannelProtocol::V2);
     let (status, body) = h.post(
         "/api/apps/app-1/auth",
@@ -60,6 +60,7 @@ fn publications_reach_the_other_node_once_without_the_publisher() {
     let publisher = b.open(2, 1, ChannelProtocol::V2);
     b.send(2, subscribe("news"));
     b.take();
+    b.broadcasts.clear();
     let (status, _) = a.publish(json!({"channel":"news","name":"n","data":{"x":1}}));
     assert_eq!(status, 202);
     assert!(a.take().is_empty(), "nobody subscribes on a");
@@ -138,25 +139,47 @@ fn a_gone_node_takes_its_members_with_it() {
     assert_eq!(removed, [json!("alex"), json!("sam")]);
 }
 
-#[test]
-fn remote_presence_replaces_what_was_known() {
-    let mut b = node();
-    join(&mut b, 1, "observer");
-    b.take();
-    let row = |node: &str, user: &str| PresenceEntry {
-        node: node.into(),
+fn member(user: &str) -> MemberRow {
+    MemberRow {
         app_id: "app-1".into(),
         channel: CHANNEL.into(),
         user_id: user.into(),
         user_info: Some(json!({"name": user}).to_string()),
-    };
-    b.handle(Input::RemotePresence {
-        entries: vec![row("a", "alex"), row("c", "alex"), row("a", "sam")],
+    }
+}
+
+/// `node`'s rows on the broker: `users` in [`CHANNEL`], as of `seq`.
+pub(super) fn state(node: &str, seq: u64, users: &[&str]) -> NodeState {
+    NodeState {
+        node: node.into(),
+        seq,
+        since: None,
+        members: users.iter().map(|u| member(u)).collect(),
+        channels: Vec::new(),
+    }
+}
+
+#[test]
+fn the_cluster_state_replaces_what_was_known() {
+    let mut b = node();
+    join(&mut b, 1, "observer");
+    b.take();
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 1, &["alex", "sam"]), state("c", 1, &["alex"])],
     });
     assert_eq!(events(&mut b, "pubb:member_added").len(), 2);
-    b.handle(Input::RemotePresence {
-        entries: vec![row("c", "alex"), row("b2", "kim")],
+    assert_eq!(
+        b.broadcasts.last(),
+        Some(&ClusterMessage::Hello {
+            since: b.now.0 + crate::channels::peers::REPORTER_GRACE_MS
+        }),
+        "settled: it says so at once, and when it reports"
+    );
+    b.broadcasts.clear();
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 2, &[]), state("c", 2, &["alex", "kim"])],
     });
+    assert!(b.broadcasts.is_empty(), "hello only once");
     let frames = b.take();
     let names: Vec<(&str, &str)> = frames
         .iter()
@@ -171,14 +194,73 @@ fn remote_presence_replaces_what_was_known() {
         names,
         [("pubb:member_removed", "sam"), ("pubb:member_added", "kim")]
     );
+    let local = b.engine.local_state(b.now);
+    assert_eq!(local.members, [member("observer")]);
+    assert_eq!(local.channels.len(), 1);
     assert_eq!(
-        b.engine.local_members(),
-        [ClusterMessage::MemberJoined {
+        (local.channels[0].channel.as_str(), local.channels[0].count),
+        (CHANNEL, 1)
+    );
+    assert!(local.seq > 0);
+    assert!(
+        b.engine.local_state(b.now).seq > local.seq,
+        "each snapshot of itself under a new seq"
+    );
+}
+
+#[test]
+fn a_snapshot_older_than_a_message_does_not_undo_it() {
+    let mut b = node();
+    join(&mut b, 1, "observer");
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 1, &[])],
+    });
+    b.take();
+    b.handle(Input::Remote {
+        node: "a",
+        message: ClusterMessage::MemberJoined {
             app_id: "app-1".into(),
             channel: CHANNEL.into(),
-            user_id: "observer".into(),
-            user_info: Some(r#"{"name":"observer"}"#.into()),
-        }]
+            user_id: "alex".into(),
+            user_info: None,
+            seq: 10,
+        },
+    });
+    assert_eq!(events(&mut b, "pubb:member_added").len(), 1);
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 9, &[])],
+    });
+    assert!(b.take().is_empty(), "read before the join: ignored");
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 11, &[])],
+    });
+    assert_eq!(events(&mut b, "pubb:member_removed").len(), 1);
+    b.handle(Input::Remote {
+        node: "a",
+        message: ClusterMessage::MemberLeft {
+            app_id: "app-1".into(),
+            channel: CHANNEL.into(),
+            user_id: "alex".into(),
+            seq: 11,
+        },
+    });
+    assert!(b.take().is_empty(), "the snapshot held it already");
+}
+
+#[test]
+fn a_node_missing_from_two_snapshots_is_gone() {
+    let mut b = node();
+    join(&mut b, 1, "observer");
+    b.handle(Input::ClusterState {
+        nodes: vec![state("a", 1, &["alex"])],
+    });
+    b.take();
+    b.handle(Input::ClusterState { nodes: Vec::new() });
+    assert!(b.take().is_empty(), "missing once: maybe not written yet");
+    b.handle(Input::ClusterState { nodes: Vec::new() });
+    assert_eq!(
+        events(&mut b, "pubb:member_removed"),
+        [(1, json!({"user_id":"alex"}))]
     );
 }
 
@@ -228,6 +310,7 @@ fn a_publication_key_is_claimed_once_for_the_cluster() {
     b.open(1, 1, ChannelProtocol::V2);
     b.send(1, subscribe("news"));
     b.take();
+    b.broadcasts.clear();
     let (first, record) = claim(&mut a, "k1");
     let (status, body) = settle(&mut a, first, ClaimOutcome::Won);
     assert_eq!((status, &body["duplicate"]), (202, &json!(false)));

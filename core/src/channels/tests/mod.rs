@@ -12,6 +12,7 @@ use super::signature::auth_string;
 
 mod arbitrary_frames;
 mod cluster;
+mod cluster_webhooks;
 mod presence_model;
 mod pusher;
 
@@ -23,6 +24,8 @@ struct Harness {
     next_req: u64,
     /// What a clustered engine told the other nodes.
     broadcasts: Vec<crate::cluster::ClusterMessage>,
+    /// The events of every webhook batch sent, in order.
+    hooks: Vec<Value>,
 }
 
 fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
@@ -53,6 +56,7 @@ impl Harness {
             closed: Vec::new(),
             next_req: 0,
             broadcasts: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 
@@ -69,6 +73,12 @@ impl Harness {
                     self.closed.push((*conn, reason.code().unwrap_or(1006)));
                 }
                 Output::Broadcast { message } => self.broadcasts.push(message.clone()),
+                Output::Webhook { body, .. } => {
+                    let body: Value = serde_json::from_str(body).unwrap();
+                    if let Value::Array(events) = &body["events"] {
+                        self.hooks.extend(events.iter().cloned());
+                    }
+                }
                 _ => {}
             }
             outs.push(out);

@@ -30,14 +30,56 @@ fn harness_with_webhooks_config() -> Config {
             "client_event".into(),
         ],
     }];
-    Config {
+    let mut config = Config {
         apps: vec![first],
         ..Config::default()
+    };
+    config.limits.webhook_batch_ms = 0;
+    config
+}
+
+/// A signed `GET` of Pusher's HTTP API (app 1): `(status, JSON body)`.
+pub(super) fn signed_get(h: &mut Harness, path: &str, params: &str) -> (u16, Value) {
+    let seconds = h.now.0 / 1000;
+    let mut query = format!("auth_key=key-1&auth_timestamp={seconds}&auth_version=1.0");
+    if !params.is_empty() {
+        query = format!("{query}&{params}");
     }
+    let parsed = crate::edge::Query::parse(&query).unwrap();
+    let signed = crate::channels::pusher::signing_for_tests(path, &parsed);
+    let mut mac = Hmac::<Sha256>::new_from_slice(b"secret-1").unwrap();
+    mac.update(signed.as_bytes());
+    let signature: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let query = format!("{query}&auth_signature={signature}");
+    h.next_req += 1;
+    let request = crate::http::HttpRequest {
+        method: crate::http::Method::Get,
+        path,
+        query: &query,
+        authorization: None,
+        idempotency_key: None,
+        body: b"",
+    };
+    let outs = h.handle(Input::Http {
+        req: crate::ids::RequestId(h.next_req),
+        request,
+    });
+    for out in outs {
+        if let Output::Respond { response, .. } = out {
+            let body = serde_json::from_str(&response.body).unwrap_or(Value::Null);
+            return (response.status, body);
+        }
+    }
+    panic!("no response");
 }
 
 /// Opens a Pusher socket of app `n`; returns its `socket_id`.
-fn open_pusher(h: &mut Harness, conn: u64, n: u32) -> String {
+pub(super) fn open_pusher(h: &mut Harness, conn: u64, n: u32) -> String {
     let handshake = h
         .engine
         .channel_handshake(&upgrade(Some(&format!("key-{n}")), ChannelProtocol::Pusher))
@@ -263,46 +305,197 @@ fn a_closing_socket_makes_one_batch_in_order() {
 }
 
 #[test]
-fn occupancy_is_reported_once_for_the_cluster() {
-    let mut h = Harness::with(Config {
-        cluster: true,
-        ..harness_with_webhooks_config()
-    });
-    let occupancy =
-        |occupied: bool, reported: bool| crate::cluster::ClusterMessage::ChannelOccupancy {
-            app_id: "app-1".into(),
-            channel: "news".into(),
-            occupied,
-            reported,
-        };
-    let remote = |h: &mut Harness, message| {
-        h.handle(Input::Remote {
-            node: "n2",
-            message,
-        })
-    };
+fn webhook_batches_collect_over_their_window() {
+    let mut config = harness_with_webhooks_config();
+    config.limits.webhook_batch_ms = 100;
+    config.limits.webhook_batch_events = 3;
+    let mut h = Harness::with(config);
     open_pusher(&mut h, 1, 1);
-    remote(&mut h, occupancy(true, true));
-    let text = json!({ "event": "pusher:subscribe", "data": { "channel": "news" } }).to_string();
-    let subscribed = h.handle(Input::Frame {
+    let start = h.now;
+    let outs = h.handle(Input::Frame {
         conn: ConnId(1),
-        frame: crate::WsFrame::Text(&text),
+        frame: crate::WsFrame::Text(r#"{"event":"pusher:subscribe","data":{"channel":"a"}}"#),
     });
+    assert!(webhooks(&outs).is_empty(), "the batch waits for its window");
+    assert_eq!(h.engine.poll_timeout(), Some(start.plus(100)));
+    h.now = start.plus(60);
+    pusher_subscribe(&mut h, 1, "b", None);
+    h.now = start.plus(99);
     assert!(
-        webhooks(&subscribed).is_empty(),
-        "n2 holds news: not occupied anew"
+        webhooks(&h.handle(Input::Tick)).is_empty(),
+        "early ticks are harmless"
     );
-    assert!(h.broadcasts.contains(&occupancy(true, false)));
-    let left = h.handle(Input::Closed { conn: ConnId(1) });
-    assert!(webhooks(&left).is_empty(), "n2 still holds news");
-    assert!(h.broadcasts.contains(&occupancy(false, false)));
-    // n2 left at the same time without reporting it: this node does.
-    let outs = remote(&mut h, occupancy(false, false));
+    h.now = start.plus(100);
+    let sent = webhooks(&h.handle(Input::Tick));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].2["time_ms"], start.plus(100).0);
     assert_eq!(
-        webhooks(&outs)[0].2["events"],
-        json!([{ "name": "channel_vacated", "channel": "news" }])
+        sent[0].2["events"],
+        json!([
+            { "name": "channel_occupied", "channel": "a" },
+            { "name": "channel_occupied", "channel": "b" },
+        ])
     );
-    // A vacancy n2 reported is not reported again.
-    remote(&mut h, occupancy(true, true));
-    assert!(webhooks(&remote(&mut h, occupancy(false, true))).is_empty());
+    for channel in ["c", "d"] {
+        pusher_subscribe(&mut h, 1, channel, None);
+    }
+    let outs = h.handle(Input::Frame {
+        conn: ConnId(1),
+        frame: crate::WsFrame::Text(r#"{"event":"pusher:subscribe","data":{"channel":"e"}}"#),
+    });
+    let full = webhooks(&outs);
+    assert_eq!(full.len(), 1, "a full batch goes at once");
+    assert_eq!(full[0].2["events"].as_array().map(Vec::len), Some(3));
+    assert_eq!(h.engine.poll_timeout().map(|t| t > h.now), Some(true));
+}
+
+/// The `pusher:error` and close codes a Pusher socket got, in order.
+fn refusals(h: &mut Harness, conn: u64) -> (Vec<Value>, Vec<u16>) {
+    let errors = h
+        .take()
+        .into_iter()
+        .filter(|(c, f)| *c == conn && f["event"] == "pusher:error")
+        .map(|(_, f)| f["data"].clone())
+        .collect();
+    let closes = h
+        .closed
+        .drain(..)
+        .filter(|(c, _)| *c == ConnId(conn))
+        .map(|(_, code)| code)
+        .collect();
+    (errors, closes)
+}
+
+#[test]
+fn subscriptions_have_their_own_allowance_on_pusher_sockets() {
+    let mut h = Harness::new();
+    open_pusher(&mut h, 1, 1);
+    for i in 0..100 {
+        pusher_subscribe(&mut h, 1, &format!("c{i}"), None);
+    }
+    for i in 0..20 {
+        h.send(
+            1,
+            json!({ "event": "pusher:unsubscribe", "data": { "channel": format!("c{i}") } }),
+        );
+    }
+    let acks = h.take();
+    assert_eq!(acks.len(), 100, "every subscription acknowledged");
+    assert!(h.closed.is_empty());
+    for _ in 0..20 {
+        h.send(1, json!({ "event": "pusher:pong", "data": {} }));
+        h.send(1, json!({ "event": "pusher:ping", "data": {} }));
+    }
+    assert_eq!(h.take().len(), 20, "pongs are not counted; 20 pings are");
+    h.send(1, json!({ "event": "pusher:ping", "data": {} }));
+    let (errors, closes) = refusals(&mut h, 1);
+    assert_eq!(
+        errors,
+        [json!({ "code": 4100, "message": "Over capacity" })]
+    );
+    assert_eq!(closes, [4100]);
+
+    open_pusher(&mut h, 2, 1);
+    for i in 0..121 {
+        pusher_subscribe(&mut h, 2, &format!("c{}", i % 50), None);
+    }
+    let (errors, closes) = refusals(&mut h, 2);
+    assert_eq!(errors.len(), 1, "over max_channels + command_rate");
+    assert_eq!(closes, [4100]);
+}
+
+#[test]
+fn a_silent_pusher_socket_is_pinged_then_closed_with_4201() {
+    let mut h = Harness::new();
+    open_pusher(&mut h, 1, 1);
+    open_pusher(&mut h, 2, 1);
+    let start = h.now;
+    h.now = start.plus(19_000);
+    h.send(
+        2,
+        json!({ "event": "pusher:subscribe", "data": { "channel": "news" } }),
+    );
+    h.take();
+    h.now = start.plus(20_000);
+    let outs = h.handle(Input::Tick);
+    assert_eq!(
+        h.take(),
+        [(1, json!({ "event": "pusher:ping", "data": "{}" }))],
+        "socket 2 was heard at 19 s"
+    );
+    assert!(outs.contains(&Output::Ping { conn: ConnId(1) }));
+    h.now = start.plus(39_000);
+    h.handle(Input::Tick);
+    assert_eq!(
+        h.take(),
+        [(2, json!({ "event": "pusher:ping", "data": "{}" }))]
+    );
+    h.send(2, json!({ "event": "pusher:pong", "data": "{}" }));
+    h.now = start.plus(60_000);
+    h.handle(Input::Tick);
+    let (errors, closes) = refusals(&mut h, 1);
+    assert_eq!(
+        errors,
+        [json!({ "code": 4201, "message": "Pong reply not received" })]
+    );
+    assert_eq!(closes, [4201]);
+    assert!(h.closed.is_empty(), "socket 2 answered");
+}
+
+#[test]
+fn shutdown_tells_pusher_sockets_to_reconnect_at_once() {
+    let mut h = Harness::new();
+    open_pusher(&mut h, 1, 1);
+    h.open(2, 1, ChannelProtocol::V2);
+    h.handle(Input::Shutdown);
+    assert_eq!(h.closed, [(ConnId(1), 4200), (ConnId(2), 1001)]);
+    let (errors, closes) = refusals(&mut h, 1);
+    assert_eq!(
+        errors,
+        [json!({ "code": 4200, "message": "Generic reconnect immediately" })]
+    );
+    assert_eq!(closes, [4200]);
+}
+
+#[test]
+fn refused_subscriptions_say_what_pusher_says() {
+    let mut h = Harness::new();
+    let socket_id = open_pusher(&mut h, 1, 1);
+    let forged = format!("key-1:{}", "0".repeat(64));
+    pusher_subscribe(&mut h, 1, "private-a", Some(forged));
+    pusher_subscribe(&mut h, 1, "private-b", Some("other-key:abc".into()));
+    pusher_subscribe(&mut h, 1, "private-c", None);
+    pusher_subscribe(&mut h, 1, &"x".repeat(165), None);
+    let frames: Vec<Value> = h.take().into_iter().map(|(_, f)| f).collect();
+    let errors: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["event"] == "pusher:error")
+        .map(|f| &f["data"])
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            &json!({ "code": null, "message": format!(
+                "Invalid signature: Expected HMAC SHA256 hex digest of {socket_id}:private-a, but got {}",
+                "0".repeat(64)
+            ) }),
+            &json!({ "code": null, "message": "Invalid key in subscription auth data: 'other-key'" }),
+            &json!({ "code": null, "message": "Invalid key in subscription auth data: ''" }),
+            &json!({ "code": null, "message": format!("Invalid channel name: '{}'", "x".repeat(165)) }),
+        ]
+    );
+    let channel_errors = frames
+        .iter()
+        .filter(|f| f["event"] == "pusher:subscription_error")
+        .count();
+    assert_eq!(
+        channel_errors, 4,
+        "each channel hears its subscription_error"
+    );
+    assert!(h.closed.is_empty());
+    pusher_subscribe(&mut h, 1, &"x".repeat(164), None);
+    assert_eq!(
+        h.take()[0].1["event"],
+        "pusher_internal:subscription_succeeded"
+    );
 }
