@@ -9,12 +9,14 @@
 # two runs is the cost of the extra deliveries alone (connection set-up,
 # subscriptions and start-up cancel out), split by component.
 # Usage: scripts/bench-callgrind.sh [RATE]   (default 3000 deliveries/s;
-# BUBBLE=path measures another `bubble` binary, e.g. an older build)
-# Writes bench/results/callgrind-fanout.txt.
+# BUBBLE=path measures another `bubble` binary, e.g. an older build;
+# KEEP=DIR keeps the callgrind outputs there, for callgrind_annotate)
+# Writes bench/results/callgrind-fanout.txt (REPORT=path: elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rate=${1:-3000}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "jq is not installed (apt-get install jq)" >&2; exit 1; }
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p bubble-server -p bubble-bench
 bubble=${BUBBLE:-$(pwd)/$target/release/bubble}
@@ -26,35 +28,73 @@ incl() {
   grep -E "^ *[0-9,]+ \([ 0-9.]+%\)  [^ ]*:$2( |$)" "$1" |
     awk 'BEGIN { m = 0 } { gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0 } END { print m }'
 }
+# Instructions of the calls from function $3 to function $2, in the
+# caller tree `file` (0 when the callee was inlined there).
+from() {
+  awk -v callee="$2" -v caller="$3" '
+    /^$/ { n = 0; next }
+    / < / { v[++n] = $0; next }
+    / \*  / && index($0, ":" callee " [") {
+      for (i = 1; i <= n; i++) if (index(v[i], ":" caller " (")) {
+        split(v[i], f, " "); gsub(",", "", f[1]); s += f[1] } }
+    END { print s + 0 }' "$1"
+}
 
 # One run with steps of $1 seconds: a line per Bubble server, in run order:
 # deliveries total engine queue http.
 measure() {
   local dir=$work/run-$1
   mkdir -p "$dir"
+  # The generator stops a server with SIGTERM and kills it 5 s later;
+  # callgrind needs longer to write its counts on a busy machine, so the
+  # wrapper passes the SIGTERM on and a kill leaves valgrind running.
   cat >"$dir/bubble" <<WRAP
 #!/bin/sh
-exec valgrind --tool=callgrind --callgrind-out-file=$dir/callgrind.out.%p $bubble "\$@"
+valgrind --tool=callgrind --callgrind-out-file=$dir/callgrind.out.%p $bubble "\$@" &
+child=\$!
+trap 'kill -TERM \$child' TERM INT
+wait \$child
+wait \$child
 WRAP
   chmod +x "$dir/bubble"
   "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --bubble "$dir/bubble" \
     --common-rate "$rate" --step-secs "$1" --results "$dir" >"$dir/bench.log" 2>&1 ||
     { cat "$dir/bench.log" >&2; exit 1; }
-  for out in $(ls -tr "$dir"/callgrind.out.*); do
+  # Deliveries of each Bubble server, in run order, as its subscribers
+  # counted them.
+  jq -r '.[-1].runs[] | select(.server | startswith("bubble-")) | [.fixed[].completed] | add' \
+    "$dir/fanout-vs-nchan.json" >"$dir/deliveries.txt"
+  # Each server's counts, once valgrind finished writing them, in the order
+  # the servers were started (their scratch directories are numbered).
+  local outs=() out
+  for out in "$dir"/callgrind.out.*; do
+    for _ in $(seq 120); do
+      grep -q '^totals:' "$out" && break
+      sleep 1
+    done
+    grep -q '^totals:' "$out" || { echo "callgrind did not finish $out" >&2; exit 1; }
+    outs+=("$(grep -m1 '^cmd:' "$out" | sed -E 's/.*-bubble-([0-9]+)\/.*/\1/') $out")
+  done
+  local i=0
+  for out in $(printf '%s\n' "${outs[@]}" | sort -n | cut -d' ' -f2); do
+    i=$((i + 1))
     callgrind_annotate --inclusive=yes "$out" >"$dir/inclusive.txt" 2>/dev/null
     callgrind_annotate --tree=caller "$out" >"$dir/callers.txt" 2>/dev/null
-    local f=$dir/inclusive.txt
-    echo "$(grep -m1 -E "=> .*ws::frame::encode_text \(" "$dir/callers.txt" |
-        sed -E 's/.*\(([0-9,]+)x\).*/\1/' | tr -d ,)" \
+    local f=$dir/inclusive.txt d=bubble_server::driver::Driver
+    echo "$(sed -n "${i}p" "$dir/deliveries.txt")" \
       "$(grep -m1 "PROGRAM TOTALS" "$f" | awk '{gsub(",","",$1); print $1}')" \
       "$(( $(incl "$f" 'bubble_core::engine::Engine::handle') + $(incl "$f" 'bubble_core::engine::Engine::poll_output') ))" \
-      "$(( $(incl "$f" 'bubble_server::driver::Driver::queue') + $(incl "$f" 'bubble_server::driver::Driver::flush_sockets') ))" \
+      "$(( $(incl "$f" "$d::queue") + $(incl "$f" "$d::queue_all") - $(from "$dir/callers.txt" "$d::queue" "$d::queue_all") + $(incl "$f" "$d::flush_sockets") ))" \
       "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
   done
 }
 
 measure 5 >"$work/short.txt"
 measure 25 >"$work/long.txt"
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP"
+  cp -r "$work"/run-* "$KEEP"/
+fi
 report=${REPORT:-bench/results/callgrind-fanout.txt}
 {
   echo "# callgrind: Bubble's user-space instructions per delivery at $rate deliveries/s"

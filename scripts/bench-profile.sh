@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 who=${1:?bubble, nchan or floor}
 rate=${2:-40000}
 secs=${3:-10}
-# What to sample, and what to stop afterwards (the generator is killed, so
-# it cannot stop its server itself).
+# What to sample (the generator's servers only: other processes of the
+# same name on the machine are left alone).
 case "$who" in
-  bubble) scenario=fanout; pattern='release/bubble serve'; started='release/bubble serve' ;;
-  nchan) scenario=fanout-nchan; pattern='nginx: worker'; started='nginx -p /tmp/bubble-bench-' ;;
-  floor) scenario=fanout-floor; pattern='bubble-floor'; started='bubble-floor --listen' ;;
+  bubble) scenario=fanout; pattern='bubble serve' ;;
+  nchan) scenario=fanout-nchan; pattern='nginx: worker' ;;
+  floor) scenario=fanout-floor; pattern='bubble-floor' ;;
   *) echo "unknown server $who" >&2; exit 2 ;;
 esac
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
@@ -25,19 +25,40 @@ data=$(mktemp -d)/perf.data
 "$target/release/bubble-bench" "$scenario" --common-rate "$rate" --step-secs $((secs + 20)) \
   --results "$(dirname "$data")" >/dev/null 2>&1 &
 bench=$!
+# Every process the generator started, and theirs (nginx's workers).
+descendants() {
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+started=
+# The generator is killed, so it cannot stop its servers itself: they are
+# stopped by their ids.
 stop() {
+  [ -n "$bench" ] || return 0
+  started="$started $(descendants $bench)"
   kill $bench 2>/dev/null || true
   wait $bench 2>/dev/null || true
-  pkill -f "$started" 2>/dev/null || true
+  for p in $started; do kill "$p" 2>/dev/null || true; done
+  bench=
 }
 trap stop EXIT
 sleep 12
-pid=$(pgrep -f "$pattern" | head -1)
+started=$(descendants $bench)
+pid=
+for p in $started; do
+  if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$pattern"; then
+    pid=$p
+    break
+  fi
+done
 [ -n "$pid" ] || { echo "no $who process found" >&2; exit 1; }
 perf record -q -e cpu-clock -g -p "$pid" -o "$data" -- sleep "$secs" 2>/dev/null
 stop
-dsos=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null | grep '%')
-syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%')
+dsos=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null | grep '%' | grep -v '^#')
+syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%' | grep -v '^#')
 {
   echo "# perf record -e cpu-clock -g of $who at $rate deliveries/s for $secs s"
   echo "# (scripts/bench-profile.sh $who $rate $secs; $(date -u +%FT%TZ); $(uname -r))"

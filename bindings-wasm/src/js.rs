@@ -142,6 +142,18 @@ pub(crate) fn output(out: Output) -> JsValue {
             ("conn", conn(c)),
             ("frame", JsValue::from_str(&frame)),
         ]),
+        Output::SendAll { conns, frame } => object(&[
+            ("kind", "sendAll".into()),
+            (
+                "conns",
+                conns
+                    .into_iter()
+                    .map(conn)
+                    .collect::<js_sys::Array>()
+                    .into(),
+            ),
+            ("frame", JsValue::from_str(&frame)),
+        ]),
         Output::Ping { conn: c } => object(&[("kind", "ping".into()), ("conn", conn(c))]),
         Output::Close { conn: c, reason } => object(&[
             ("kind", "close".into()),

@@ -10,6 +10,7 @@
 //! for (let out; (out = engine.pollOutput()); ) {
 //!   switch (out.kind) {
 //!     case 'send': sockets.get(out.conn).send(out.frame); break;
+//!     case 'sendAll': for (const conn of out.conns) sockets.get(conn).send(out.frame); break;
 //!     case 'respond': answer(out.req, out.status, out.contentType, out.body); break;
 //!     case 'read': // answer from storage whenever it can, in any order (worker/storage.mjs)
 //!       answerRead(storage, out.query, (err, json) => engine.readDone(Date.now(), out.read, json));

@@ -19,6 +19,8 @@ export interface HttpAnswer {
 /** Something the host must do, from `pollOutput()`. */
 export type Output =
   | { kind: "send"; conn: number; frame: string }
+  /** Send `frame` to each of `conns`, in that order, as one `send` each would. */
+  | { kind: "sendAll"; conns: number[]; frame: string }
   | { kind: "ping"; conn: number }
   /** Close with `code`; `null`: drop the connection without a close frame. Report `closed()` afterwards. */
   | { kind: "close"; conn: number; code: number | null }

@@ -510,6 +510,10 @@ fn a_subscriber_gets_opened_backlog_and_live_frames() {
         for out in drain(&mut engine, &storage) {
             match text(&out, "kind").as_str() {
                 "send" => frames.push(JSON::parse(&text(&out, "frame")).unwrap()),
+                "sendAll" => {
+                    assert_eq!(recipients(&out), [3]);
+                    frames.push(JSON::parse(&text(&out, "frame")).unwrap());
+                }
                 "wantDrained" => engine.drained(NOW, 3).unwrap(),
                 _ => {}
             }
@@ -528,6 +532,14 @@ fn a_subscriber_gets_opened_backlog_and_live_frames() {
     assert_eq!(seqs, [1.0, 2.0]);
 }
 
+/// The connections of a `sendAll` output.
+fn recipients(out: &JsValue) -> Vec<u32> {
+    Array::from(&get(out, "conns"))
+        .iter()
+        .map(|c| c.as_f64().unwrap() as u32)
+        .collect()
+}
+
 /// The frames of `conn` in what `engine` outputs next (drains answered).
 fn frames_of(engine: &mut WasmEngine, storage: &Storage, conn: u32) -> Vec<JsValue> {
     let mut frames = Vec::new();
@@ -535,6 +547,9 @@ fn frames_of(engine: &mut WasmEngine, storage: &Storage, conn: u32) -> Vec<JsVal
         for out in drain(engine, storage) {
             match text(&out, "kind").as_str() {
                 "send" if number(&out, "conn") as u32 == conn => {
+                    frames.push(JSON::parse(&text(&out, "frame")).unwrap());
+                }
+                "sendAll" if recipients(&out).contains(&conn) => {
                     frames.push(JSON::parse(&text(&out, "frame")).unwrap());
                 }
                 "wantDrained" => engine.drained(NOW, conn).unwrap(),

@@ -298,19 +298,27 @@ export class BubbleHost {
     if (this.#idle.length > 0 && this.#quiet()) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
+  // Sends `frame` to `conn` unless it is gone or closing.
+  #send(conn, frame) {
+    const entry = this.#sockets.get(conn);
+    if (!entry || entry.closing) return;
+    // A reader that cannot keep up is closed rather than buffered without
+    // bound; the frame that found its queue full is not sent.
+    const slow = this.#edge.admitFrame(entry.socket.queued());
+    if (slow === undefined) entry.socket.send(frame);
+    else this.#close(entry, slow);
+    this.#touched.add(conn);
+  }
+
   #perform(out) {
     const entry = this.#sockets.get(out.conn);
     switch (out.kind) {
-      case 'send': {
-        if (!entry || entry.closing) return;
-        // A reader that cannot keep up is closed rather than buffered without
-        // bound; the frame that found its queue full is not sent.
-        const slow = this.#edge.admitFrame(entry.socket.queued());
-        if (slow === undefined) entry.socket.send(out.frame);
-        else this.#close(entry, slow);
-        this.#touched.add(out.conn);
+      case 'send':
+        this.#send(out.conn, out.frame);
         return;
-      }
+      case 'sendAll':
+        for (const conn of out.conns) this.#send(conn, out.frame);
+        return;
       case 'ping':
         if (entry && !entry.closing) entry.socket.ping();
         return;

@@ -504,8 +504,10 @@ impl Engine {
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
         let out = self.out.pop();
-        if let Some(Output::Send { .. }) = out {
-            self.metrics.frames_out += 1;
+        match &out {
+            Some(Output::Send { .. }) => self.metrics.frames_out += 1,
+            Some(Output::SendAll { conns, .. }) => self.metrics.frames_out += conns.len() as u64,
+            _ => {}
         }
         out
     }

@@ -275,6 +275,15 @@ pub enum Output {
         /// The frame.
         frame: SharedFrame,
     },
+    /// Send one text frame to each of `conns`, in that order: a fan-out's
+    /// frame, serialized once. The same as one [`Output::Send`] per
+    /// connection, in the same place among the outputs.
+    SendAll {
+        /// The sockets, each named once.
+        conns: Vec<ConnId>,
+        /// The frame.
+        frame: SharedFrame,
+    },
     /// Send a WebSocket Ping.
     Ping {
         /// The socket.

@@ -118,13 +118,28 @@ impl Outbox {
         true
     }
 
-    /// Drops every held output that `doomed` picks by its tag and itself.
-    pub(crate) fn discard(&mut self, doomed: impl Fn(&Tag, &Output) -> bool) {
-        self.held.retain(|(_, tag, out)| !doomed(tag, out));
+    /// Drops every held output that `doomed` picks by its tag and itself;
+    /// `doomed` may also trim an output it keeps (see [`drop_recipients`]).
+    pub(crate) fn discard(&mut self, mut doomed: impl FnMut(&Tag, &mut Output) -> bool) {
+        self.held.retain_mut(|(_, tag, out)| !doomed(tag, out));
     }
 
     /// The next output: persistence requests first, then released outputs.
     pub(crate) fn pop(&mut self) -> Option<Output> {
         self.persist.pop_front().or_else(|| self.ready.pop_front())
+    }
+}
+
+/// Takes the connections `gone` picks off a send (one recipient of a
+/// fan-out, or a whole `Send`); true when the send has no recipient left
+/// and must be dropped. Other outputs are left alone.
+pub(crate) fn drop_recipients(out: &mut Output, gone: impl Fn(ConnId) -> bool) -> bool {
+    match out {
+        Output::Send { conn, .. } => gone(*conn),
+        Output::SendAll { conns, .. } => {
+            conns.retain(|c| !gone(*c));
+            conns.is_empty()
+        }
+        _ => false,
     }
 }

@@ -130,10 +130,10 @@ impl Host {
                         .handle(NOW, Input::Persisted { batch })
                         .expect("the batch was issued");
                 }
-                Output::Send { conn, frame } => {
-                    if self.open.contains(&conn) {
-                        let value = self.check_frame(&frame);
-                        self.frames.push((conn, value));
+                Output::Send { conn, frame } => self.sent(conn, &frame),
+                Output::SendAll { conns, frame } => {
+                    for conn in conns {
+                        self.sent(conn, &frame);
                     }
                 }
                 Output::Close { conn, .. } => {
@@ -158,6 +158,14 @@ impl Host {
                 Output::Webhook { url, .. } => panic!("a webhook to {url}: the app has none"),
                 Output::FetchKeys => panic!("a key-set fetch: the config has no JWKS"),
             }
+        }
+    }
+
+    /// Records a frame sent to `conn` while it is open.
+    fn sent(&mut self, conn: ConnId, frame: &str) {
+        if self.open.contains(&conn) {
+            let value = self.check_frame(frame);
+            self.frames.push((conn, value));
         }
     }
 

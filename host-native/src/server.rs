@@ -10,6 +10,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::driver::table::ConnIds;
 use crate::driver::{self, Command, Home};
 use crate::http::{self, Host};
 use crate::persist::Stats;
@@ -73,8 +74,10 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         (c, Arc::new(crate::cluster::Health::default()))
     });
     let health = broker.as_ref().map(|(_, health)| health.clone());
+    let conn_ids = Arc::new(ConnIds::default());
     let running = driver::spawn(
         home,
+        conn_ids.clone(),
         io_threads,
         settings.engine.clone(),
         opened.engine,
@@ -103,6 +106,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         opened.probe,
         health,
         settings.www.clone(),
+        conn_ids,
     ));
     let app = http::router(host.clone());
 

@@ -155,26 +155,26 @@ fn authorize(reg: &Registry, app: AppIdx, body: &[u8]) -> HttpResponse {
     }
 }
 
-/// The `202` answer to a publication, built once per publish from a
-/// borrowed struct (no `Value` tree).
+/// The `202` answer to a publication, written directly (one per publish):
+/// `{"success":true,"accepted":true,"channels":[…],"publicationId":…,"duplicate":…}`.
 fn accepted_body(accepted: &Accepted, duplicate: bool) -> HttpResponse {
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Body<'a> {
-        success: bool,
-        accepted: bool,
-        channels: &'a [String],
-        publication_id: &'a str,
-        duplicate: bool,
+    let names: usize = accepted.channels.iter().map(|c| c.len() + 3).sum();
+    let mut body = String::with_capacity(96 + names + accepted.publication_id.len());
+    body.push_str(r#"{"success":true,"accepted":true,"channels":["#);
+    for (i, channel) in accepted.channels.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        frames::push_json_str(&mut body, channel);
     }
-    let body = Body {
-        success: true,
-        accepted: true,
-        channels: &accepted.channels,
-        publication_id: &accepted.publication_id,
-        duplicate,
-    };
-    HttpResponse::json(202, serde_json::to_string(&body).unwrap_or_default())
+    body.push_str(r#"],"publicationId":"#);
+    frames::push_json_str(&mut body, &accepted.publication_id);
+    body.push_str(if duplicate {
+        r#","duplicate":true}"#
+    } else {
+        r#","duplicate":false}"#
+    });
+    HttpResponse::json(202, body)
 }
 
 /// Validates a publication and fans it out to the app's subscribers,
@@ -287,5 +287,32 @@ mod tests {
         assert!(!secret_matches("s3", Some("Bearer s4")));
         assert!(!secret_matches("s3", Some("s3")));
         assert!(!secret_matches("s3", None));
+    }
+
+    #[test]
+    fn the_accepted_body_is_the_json_of_its_fields() {
+        for (channels, id, duplicate) in [
+            (vec!["news"], "0a1b", false),
+            (vec!["a", "b\"c", "d\\e\n"], "p\"1", true),
+        ] {
+            let accepted = Accepted {
+                publication_id: id.into(),
+                channels: channels.iter().map(|c| (*c).to_owned()).collect(),
+            };
+            let response = accepted_body(&accepted, duplicate);
+            assert_eq!(response.status, 202);
+            let body: Value = serde_json::from_str(&response.body).unwrap();
+            assert_eq!(
+                body,
+                json!({
+                    "success": true,
+                    "accepted": true,
+                    "channels": channels,
+                    "publicationId": id,
+                    "duplicate": duplicate,
+                })
+            );
+            assert_eq!(response.body, body.to_string(), "compact, in this order");
+        }
     }
 }

@@ -13,8 +13,9 @@ use super::registry::App;
 use super::wire::{Codec, MemberEvent};
 
 /// Sends to every subscriber of `channel` on this node but `except` the
-/// frame `render` builds for its wire format (built at most once per
-/// format); returns how many it reached.
+/// frame `render` builds for its wire format: one output per wire format,
+/// its frame built once and its recipients listed; returns how many it
+/// reached.
 fn send_rendered(
     app: &App,
     cx: &mut Ctx<'_>,
@@ -25,17 +26,20 @@ fn send_rendered(
     let Some(entry) = app.channels.get(channel) else {
         return 0;
     };
-    let mut built: [Option<Option<SharedFrame>>; 2] = [None, None];
     let mut sent = 0;
-    for (&conn, &codec) in entry.subscribers.iter().filter(|(&c, _)| Some(c) != except) {
-        let Some(frame) = built[codec.index()].get_or_insert_with(|| render(codec)) else {
+    for codec in [Codec::Pubb, Codec::Pusher] {
+        let mut conns = entry.audience(codec).to_vec();
+        if let Some(at) = except.and_then(|c| conns.binary_search(&c).ok()) {
+            conns.remove(at);
+        }
+        if conns.is_empty() {
+            continue;
+        }
+        let Some(frame) = render(codec) else {
             continue;
         };
-        cx.out.push_unfenced(Output::Send {
-            conn,
-            frame: frame.clone(),
-        });
-        sent += 1;
+        sent += conns.len() as u64;
+        cx.out.push_unfenced(Output::SendAll { conns, frame });
     }
     sent
 }

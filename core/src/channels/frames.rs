@@ -14,10 +14,17 @@ fn frame(value: &Value) -> SharedFrame {
     SharedFrame::from(value.to_string())
 }
 
-/// A frame of the hot path (one per publication and channel), serialized
-/// from a borrowed struct rather than through a `Value` tree.
-fn frame_of(value: &impl Serialize) -> SharedFrame {
-    SharedFrame::from(serde_json::to_string(value).unwrap_or_default())
+/// Appends `s` as a JSON string, written as `serde_json` writes it: as is
+/// between quotes when nothing in it needs escaping (a channel name, an
+/// id), through `serde_json` otherwise.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
 }
 
 /// `pubb:connection_established`, `data` = `{"socket_id","activity_timeout"}` as a string.
@@ -81,15 +88,15 @@ pub(crate) fn error(message: &str) -> SharedFrame {
 /// The delivery envelope `{"channel", "data"}`; `payload` is the serialized
 /// `{"name","data"}` string, built once per publication.
 pub(crate) fn delivery(channel: &str, payload: &str) -> SharedFrame {
-    #[derive(Serialize)]
-    struct Delivery<'a> {
-        channel: &'a str,
-        data: &'a str,
-    }
-    frame_of(&Delivery {
-        channel,
-        data: payload,
-    })
+    // One publication's frame per channel, on every publish: written
+    // directly, the escaped payload being most of it.
+    let mut frame = String::with_capacity(channel.len() + payload.len() * 5 / 4 + 24);
+    frame.push_str(r#"{"channel":"#);
+    push_json_str(&mut frame, channel);
+    frame.push_str(r#","data":"#);
+    push_json_str(&mut frame, payload);
+    frame.push('}');
+    SharedFrame::from(frame)
 }
 
 /// The `{"name","data"}` payload of a publication, serialized once.
@@ -180,5 +187,26 @@ mod tests {
             &*delivery("notifications", &payload),
             r#"{"channel":"notifications","data":"{\"name\":\"order.created\",\"data\":{\"orderId\":\"1042\"}}"}"#
         );
+    }
+
+    #[test]
+    fn json_strings_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "news",
+            "a-Z_0=@,.;",
+            "quote\"d",
+            "back\\slash",
+            "tab\tnew\nline\u{1}\u{1f}",
+            "caf\u{e9} \u{2028} \u{7f} /",
+        ] {
+            let mut out = String::from("x");
+            push_json_str(&mut out, s);
+            assert_eq!(
+                out,
+                format!("x{}", serde_json::to_string(s).unwrap()),
+                "{s:?}"
+            );
+        }
     }
 }

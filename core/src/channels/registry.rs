@@ -26,8 +26,52 @@ pub(crate) type AppIdx = usize;
 #[derive(Debug, Default)]
 pub(crate) struct Channel {
     /// Subscribed sockets with their wire format, ordered so fan-out is
-    /// deterministic.
+    /// deterministic; changed only by [`Channel::add`] and
+    /// [`Channel::remove`], which keep the lists below in step.
     pub(crate) subscribers: BTreeMap<ConnId, Codec>,
+    /// The pubb subscribers, in id order: a fan-out's recipients, copied
+    /// whole rather than gathered one by one.
+    pubb: Vec<ConnId>,
+    /// The Pusher subscribers, in id order.
+    pusher: Vec<ConnId>,
+}
+
+impl Channel {
+    fn list(&mut self, codec: Codec) -> &mut Vec<ConnId> {
+        match codec {
+            Codec::Pubb => &mut self.pubb,
+            Codec::Pusher => &mut self.pusher,
+        }
+    }
+
+    /// Subscribes `conn`, which reads `codec`.
+    fn add(&mut self, conn: ConnId, codec: Codec) {
+        if let Some(was) = self.subscribers.insert(conn, codec) {
+            self.list(was).retain(|c| *c != conn);
+        }
+        let list = self.list(codec);
+        if let Err(at) = list.binary_search(&conn) {
+            list.insert(at, conn);
+        }
+    }
+
+    /// Unsubscribes `conn`.
+    fn remove(&mut self, conn: ConnId) {
+        if let Some(codec) = self.subscribers.remove(&conn) {
+            let list = self.list(codec);
+            if let Ok(at) = list.binary_search(&conn) {
+                list.remove(at);
+            }
+        }
+    }
+
+    /// The subscribers reading `codec`, in id order.
+    pub(crate) fn audience(&self, codec: Codec) -> &[ConnId] {
+        match codec {
+            Codec::Pubb => &self.pubb,
+            Codec::Pusher => &self.pusher,
+        }
+    }
 }
 
 /// A configured app and its live state.
@@ -189,8 +233,7 @@ impl Registry {
             .channels
             .entry(channel.to_owned())
             .or_default()
-            .subscribers
-            .insert(conn, codec);
+            .add(conn, codec);
         match identity {
             Some(identity) => Joined::Presence(
                 state
@@ -214,7 +257,7 @@ impl Registry {
     ) -> Option<Departure> {
         let state = &mut self.apps[app];
         if let Some(entry) = state.channels.get_mut(channel) {
-            entry.subscribers.remove(&conn);
+            entry.remove(conn);
             if entry.subscribers.is_empty() {
                 state.channels.remove(channel);
             }
@@ -268,6 +311,21 @@ mod tests {
         r.join(0, "news", (ConnId(1), Codec::Pubb), None);
         assert!(r.apps[0].channels.contains_key("news"));
         assert!(!r.apps[1].channels.contains_key("news"));
+    }
+
+    #[test]
+    fn each_wire_format_keeps_its_recipients_in_id_order() {
+        let mut r = registry();
+        for (conn, codec) in [(5, Codec::Pubb), (2, Codec::Pusher), (3, Codec::Pubb)] {
+            r.join(0, "news", (ConnId(conn), codec), None);
+        }
+        r.join(0, "news", (ConnId(1), Codec::Pubb), None);
+        r.leave(0, "news", ConnId(3), None);
+        r.leave(0, "news", ConnId(9), None);
+        let channel = &r.apps[0].channels["news"];
+        assert_eq!(channel.audience(Codec::Pubb), [ConnId(1), ConnId(5)]);
+        assert_eq!(channel.audience(Codec::Pusher), [ConnId(2)]);
+        assert_eq!(channel.subscribers.len(), 3);
     }
 
     #[test]

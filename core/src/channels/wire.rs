@@ -27,14 +27,6 @@ impl Codec {
             ChannelProtocol::Pusher => Codec::Pusher,
         }
     }
-
-    /// A slot index for per-codec caches.
-    pub(crate) fn index(self) -> usize {
-        match self {
-            Codec::Pubb => 0,
-            Codec::Pusher => 1,
-        }
-    }
 }
 
 /// A presence change every subscriber of a channel hears.

@@ -276,6 +276,11 @@ impl World {
             }
             match out {
                 Output::Send { conn, frame } => self.deliver(n, conn, &frame),
+                Output::SendAll { conns, frame } => {
+                    for conn in conns {
+                        self.deliver(n, conn, &frame);
+                    }
+                }
                 Output::Ping { conn } => pongs.push(conn),
                 Output::Close { conn, .. } => closes.push(conn),
                 Output::Respond { req, response } => self.respond(n, req, &response),

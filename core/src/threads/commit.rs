@@ -10,7 +10,7 @@ use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Output;
-use crate::outbox::Tag;
+use crate::outbox::{drop_recipients, Tag};
 use crate::store::{Batch, ReadQuery, ThreadWrites, Write};
 use crate::threads::cache::Slot;
 use crate::threads::work::{Inflight, Op, Waiter, Work};
@@ -139,7 +139,7 @@ impl Threads {
             Tag::Subscription { conn, thread } => redone(conn, thread),
             Tag::Event { thread, seq } => {
                 durable.iter().any(|(t, d)| t == &**thread && seq > d)
-                    || matches!(out, Output::Send { conn, .. } if redone(conn, thread))
+                    || drop_recipients(out, |conn| redone(&conn, thread))
             }
         });
         let mut rerun = rerun;
@@ -201,7 +201,7 @@ impl Threads {
                 }
                 let idle =
                     !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
-                if idle && !self.sockets.subscribers.contains_key(thread) {
+                if idle && !self.sockets.followed(thread) {
                     // Nobody follows it here: forget it rather than read it;
                     // its next use loads it again.
                     self.cache.remove(thread);
@@ -285,8 +285,7 @@ impl Threads {
             let mut pinned: HashSet<ThreadId> = HashSet::new();
             let roots = self
                 .sockets
-                .subscribers
-                .keys()
+                .followed_threads()
                 .chain(self.batches.values().flatten())
                 .chain(self.loading.keys());
             for id in roots {

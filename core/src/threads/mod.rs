@@ -156,13 +156,13 @@ impl Threads {
 
     /// Where the subscriptions of `conn` stand: per thread, the next seq.
     pub(crate) fn subscriptions(&self, conn: ConnId) -> Option<Vec<(ThreadId, u64)>> {
-        let c = self.sockets.conns.get(&conn)?;
-        Some(c.subs.iter().map(|(t, s)| (t.clone(), s.next)).collect())
+        let subs = self.sockets.subs_of_conn(conn)?;
+        Some(subs.map(|(t, s)| (t.clone(), s.next)).collect())
     }
 
     /// Threads with live subscriptions, in id order.
     pub(crate) fn subscribed_threads(&self) -> Vec<ThreadId> {
-        let mut threads: Vec<ThreadId> = self.sockets.subscribers.keys().cloned().collect();
+        let mut threads: Vec<ThreadId> = self.sockets.followed_threads().cloned().collect();
         threads.sort();
         threads
     }

@@ -360,6 +360,17 @@ impl<S: Backend> Harness<S> {
         }
     }
 
+    /// A frame for `conn`; a host drops frames for sockets already gone.
+    fn sent(&mut self, conn: ConnId, frame: &str) {
+        if !self.open.contains(&conn) {
+            return;
+        }
+        let value: Value = serde_json::from_str(frame)
+            .unwrap_or_else(|e| panic!("server frame is not JSON ({e}): {frame}"));
+        self.check_durable_frame(&value);
+        self.frames.entry(conn).or_default().push(value);
+    }
+
     fn dispatch(&mut self, out: Output) {
         if let Some(work) = &mut self.work {
             match &out {
@@ -375,15 +386,11 @@ impl<S: Backend> Harness<S> {
         match out {
             Output::Read { read, query } => self.reads.push((read, query)),
             Output::Persist { batch, writes } => self.held.push_back((batch, writes)),
-            Output::Send { conn, frame } => {
-                // A host drops frames for sockets that are already gone.
-                if !self.open.contains(&conn) {
-                    return;
+            Output::Send { conn, frame } => self.sent(conn, &frame),
+            Output::SendAll { conns, frame } => {
+                for conn in conns {
+                    self.sent(conn, &frame);
                 }
-                let value: Value = serde_json::from_str(&frame)
-                    .unwrap_or_else(|e| panic!("server frame is not JSON ({e}): {frame}"));
-                self.check_durable_frame(&value);
-                self.frames.entry(conn).or_default().push(value);
             }
             Output::Close { conn, reason } => {
                 self.closes.insert(conn, reason.code().unwrap_or(1006));

@@ -19,16 +19,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use bubble_core::edge::{OutboundLimit, SlowConsumer};
-use bubble_core::SharedFrame;
 
 use crate::ws::frame;
 use crate::ws::{send_now, Sent};
 
 /// What the writer of one socket is asked to do, in order.
-#[derive(Debug)]
-pub(crate) enum OutMsg {
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OutMsg<'a> {
     /// Write a serialized text frame.
-    Frame(SharedFrame),
+    Frame(&'a str),
+    /// Write a frame already encoded, header and payload: a fan-out's
+    /// frame, encoded once for all its recipients.
+    Encoded(&'a [u8]),
     /// Write a WebSocket Ping.
     Ping,
     /// Write a Close frame with this code and stop.
@@ -208,7 +210,7 @@ impl Outbound {
         state.waker = None;
     }
 
-    fn push(&self, msg: &OutMsg) -> Result<Due, QueueError> {
+    fn push(&self, msg: OutMsg<'_>) -> Result<Due, QueueError> {
         let mut state = self.lock();
         if state.fd.is_none() {
             return Err(QueueError::Gone);
@@ -222,9 +224,10 @@ impl Outbound {
             .map_err(QueueError::Full)?;
         match msg {
             OutMsg::Frame(text) => frame::encode_text(&mut state.bytes, text.as_bytes()),
+            OutMsg::Encoded(bytes) => state.bytes.extend_from_slice(bytes),
             OutMsg::Ping => frame::encode_ping(&mut state.bytes),
             OutMsg::Close(code) => {
-                state.close = Some(*code);
+                state.close = Some(code);
                 state.wake();
                 return Ok(Due::Nothing);
             }
@@ -303,8 +306,8 @@ impl ConnHandle {
 
     /// Queues `msg` without writing; says whether the socket is now due a
     /// [`flush`](ConnHandle::flush).
-    pub(crate) fn push(&self, msg: OutMsg) -> Result<Due, QueueError> {
-        self.out.push(&msg)
+    pub(crate) fn push(&self, msg: OutMsg<'_>) -> Result<Due, QueueError> {
+        self.out.push(msg)
     }
 
     /// Writes what is queued, at the end of the engine's turn.
@@ -357,7 +360,7 @@ mod tests {
     #[test]
     fn the_engine_writes_a_turn_of_frames_with_one_send_and_no_task() {
         let (handle, out, mut peer) = pair(8);
-        assert_eq!(handle.push(OutMsg::Frame("ab".into())), Ok(Due::Flush));
+        assert_eq!(handle.push(OutMsg::Frame("ab")), Ok(Due::Flush));
         assert_eq!(handle.push(OutMsg::Ping), Ok(Due::Nothing));
         assert!(
             read_all(&mut peer).is_empty(),
@@ -367,14 +370,29 @@ mod tests {
         assert_eq!(read_all(&mut peer), [0x81, 2, b'a', b'b', 0x89, 0]);
         assert!(!ready(&out));
         assert_eq!(out.turn(), None);
-        assert_eq!(handle.push(OutMsg::Frame("c".into())), Ok(Due::Flush));
+        assert_eq!(handle.push(OutMsg::Frame("c")), Ok(Due::Flush));
+    }
+
+    #[test]
+    fn an_encoded_frame_is_written_as_is_and_counts_as_one_frame() {
+        let (handle, _out, mut peer) = pair(2);
+        let mut encoded = Vec::new();
+        frame::encode_text(&mut encoded, b"fan");
+        assert_eq!(handle.push(OutMsg::Encoded(&encoded)), Ok(Due::Flush));
+        assert_eq!(handle.push(OutMsg::Encoded(&encoded)), Ok(Due::Nothing));
+        assert_eq!(
+            handle.push(OutMsg::Encoded(&encoded)),
+            Err(QueueError::Full(SlowConsumer))
+        );
+        handle.flush();
+        assert_eq!(read_all(&mut peer), [encoded.clone(), encoded].concat());
     }
 
     #[test]
     fn what_the_kernel_does_not_take_goes_to_the_task_in_order() {
         let (handle, out, mut peer) = pair(8);
         let big = "x".repeat(4 << 20);
-        handle.push(OutMsg::Frame(big.as_str().into())).unwrap();
+        handle.push(OutMsg::Frame(&big)).unwrap();
         handle.flush();
         assert!(ready(&out), "the rest is handed to the task");
         assert_eq!(
@@ -385,7 +403,7 @@ mod tests {
             })
         );
         // Frames queued meanwhile wait for the task, behind the rest.
-        handle.push(OutMsg::Frame("tail".into())).unwrap();
+        handle.push(OutMsg::Frame("tail")).unwrap();
         handle.flush();
         let mut got = read_all(&mut peer);
         let mut taken = Vec::new();
@@ -399,7 +417,7 @@ mod tests {
         assert_eq!(got.len(), want.len());
         assert!(got == want, "bytes arrive whole and in order");
         assert!(!ready(&out), "writing went back to the engine");
-        handle.push(OutMsg::Frame("next".into())).unwrap();
+        handle.push(OutMsg::Frame("next")).unwrap();
         handle.flush();
         assert_eq!(read_all(&mut peer), [0x81, 4, b'n', b'e', b'x', b't']);
     }
@@ -408,26 +426,26 @@ mod tests {
     fn capacity_counts_frames_queued_and_being_written() {
         let (handle, out, _peer) = pair(2);
         out.append(b"pong");
-        handle.push(OutMsg::Frame("a".into())).unwrap();
+        handle.push(OutMsg::Frame("a")).unwrap();
         let mut taken = Vec::new();
         assert!(out.take(&mut taken));
-        handle.push(OutMsg::Frame("b".into())).unwrap();
+        handle.push(OutMsg::Frame("b")).unwrap();
         assert_eq!(
-            handle.push(OutMsg::Frame("c".into())),
+            handle.push(OutMsg::Frame("c")),
             Err(QueueError::Full(SlowConsumer))
         );
         assert!(out.take(&mut taken));
         assert!(!out.take(&mut taken));
-        handle.push(OutMsg::Frame("c".into())).unwrap();
+        handle.push(OutMsg::Frame("c")).unwrap();
     }
 
     #[test]
     fn close_and_drained_wake_the_task_and_ride_after_the_frames() {
         let (handle, out, _peer) = pair(8);
-        handle.push(OutMsg::Frame("a".into())).unwrap();
+        handle.push(OutMsg::Frame("a")).unwrap();
         handle.push(OutMsg::WantDrained).unwrap();
         handle.close(1000);
-        assert_eq!(handle.push(OutMsg::Frame("late".into())), Ok(Due::Nothing));
+        assert_eq!(handle.push(OutMsg::Frame("late")), Ok(Due::Nothing));
         assert!(ready(&out));
         assert_eq!(
             out.turn(),
@@ -444,12 +462,12 @@ mod tests {
     #[test]
     fn kill_wins_and_keeps_the_first_code() {
         let (handle, out, _peer) = pair(8);
-        handle.push(OutMsg::Frame("a".into())).unwrap();
+        handle.push(OutMsg::Frame("a")).unwrap();
         handle.kill(SlowConsumer.close_code());
         handle.close(1006);
         assert_eq!(out.turn(), Some(Turn::Kill(1013)));
         // The task's Close frame still goes out, alone.
-        handle.push(OutMsg::Frame("late".into())).unwrap();
+        handle.push(OutMsg::Frame("late")).unwrap();
         let mut close = Vec::new();
         frame::encode_close(&mut close, 1013);
         out.append(&close);

@@ -25,16 +25,18 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
+pub(crate) mod table;
 mod writers;
 
-use crate::jwks::{JwksSource, KeyFetcher};
 use crate::config::WebhookSettings;
+use crate::jwks::{JwksSource, KeyFetcher};
 use crate::webhooks::Webhooks;
 
 use crate::cluster::{Broker, ClusterSettings, Health};
 use crate::persist::{Outcome, Persister, Stats};
 use crate::reads::{ReadDone, ReaderPool};
 use conn::{ConnHandle, Due, OutMsg, QueueError};
+use table::{ConnIds, Table};
 use writers::Writers;
 
 /// Capacity of the engine's inbox; senders wait when it is full.
@@ -148,10 +150,10 @@ fn wall_clock() -> Millis {
 /// The engine task's state.
 struct Driver {
     engine: Engine,
-    /// Open sockets; looked up for every frame, so hashed with a fast
-    /// (non-cryptographic) hasher: connection ids are ours, not a client's.
-    conns: HashMap<ConnId, ConnHandle, foldhash::fast::RandomState>,
-    pending: HashMap<RequestId, oneshot::Sender<HttpResponse>>,
+    /// Open sockets; looked up for every frame, so indexed by their ids.
+    conns: Table,
+    /// Requests waiting for their answer, by the ids this task gave them.
+    pending: HashMap<RequestId, oneshot::Sender<HttpResponse>, foldhash::fast::RandomState>,
     next_req: u64,
     persister: Persister,
     stats: Arc<Stats>,
@@ -167,6 +169,8 @@ struct Driver {
     answered: Vec<ReadDone>,
     /// Sockets with frames queued this turn, written at its end.
     due: Vec<ConnId>,
+    /// A fan-out's frame, encoded once (kept for reuse).
+    encoded: Vec<u8>,
     /// The link to the other nodes, in cluster mode.
     broker: Option<Broker>,
     /// Pusher webhook delivery.
@@ -225,6 +229,7 @@ impl EngineJoin {
 /// (memory), the persistence worker and the reader threads.
 pub(crate) fn spawn(
     home: Home,
+    ids: Arc<ConnIds>,
     io_threads: usize,
     config: Config,
     store: crate::store::EngineStore,
@@ -270,7 +275,15 @@ pub(crate) fn spawn(
             webhooks,
             keys,
         };
-        let driver = Driver::new(engine, persister, reads, stats, outside, writers);
+        let driver = Driver::new(
+            engine,
+            Table::new(ids),
+            persister,
+            reads,
+            stats,
+            outside,
+            writers,
+        );
         Ok::<_, std::io::Error>(driver)
     };
     let engine = match home {
@@ -334,8 +347,10 @@ struct Outside {
 }
 
 impl Driver {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         engine: Engine,
+        conns: Table,
         persister: Persister,
         reads: Reads,
         stats: Arc<Stats>,
@@ -349,8 +364,8 @@ impl Driver {
         } = outside;
         Driver {
             engine,
-            conns: HashMap::default(),
-            pending: HashMap::new(),
+            conns,
+            pending: HashMap::default(),
             next_req: 0,
             persister,
             stats,
@@ -361,6 +376,7 @@ impl Driver {
             reads,
             answered: Vec::new(),
             due: Vec::new(),
+            encoded: Vec::new(),
             broker,
             webhooks,
             keys,
@@ -435,8 +451,10 @@ impl Driver {
     }
 
     fn finish(&mut self) {
-        for (_, handle) in self.conns.drain() {
-            handle.close(1001);
+        for conn in self.conns.ids() {
+            if let Some(handle) = self.conns.remove(conn) {
+                handle.close(1001);
+            }
         }
         tracing::debug!("engine task stopped");
     }
@@ -468,21 +486,21 @@ impl Driver {
                     });
                 }
             }
-            Command::Frame { conn, frame } if self.conns.contains_key(&conn) => {
+            Command::Frame { conn, frame } if self.conns.contains(conn) => {
                 let frame = match &frame {
                     InFrame::Text(text) => WsFrame::Text(text.as_str()),
                     InFrame::Binary(bytes) => WsFrame::Binary(bytes),
                 };
                 self.input(Input::Frame { conn, frame });
             }
-            Command::Pong { conn } if self.conns.contains_key(&conn) => {
+            Command::Pong { conn } if self.conns.contains(conn) => {
                 self.input(Input::Pong { conn });
             }
-            Command::Drained { conn } if self.conns.contains_key(&conn) => {
+            Command::Drained { conn } if self.conns.contains(conn) => {
                 self.input(Input::Drained { conn });
             }
             Command::Closed { conn } => {
-                if self.conns.remove(&conn).is_some() {
+                if self.conns.remove(conn).is_some() {
                     self.input(Input::Closed { conn });
                 }
             }
@@ -537,9 +555,8 @@ impl Driver {
                 self.shutting_down = true;
                 self.input(Input::Shutdown);
                 // Whatever the engine did not close (it closes every socket).
-                let open: Vec<ConnId> = self.conns.keys().copied().collect();
-                for conn in open {
-                    if let Some(handle) = self.conns.remove(&conn) {
+                for conn in self.conns.ids() {
+                    if let Some(handle) = self.conns.remove(conn) {
                         handle.close(1001);
                         self.input(Input::Closed { conn });
                     }
@@ -554,6 +571,7 @@ impl Driver {
     fn admit(&mut self, conn: ConnId, handle: ConnHandle) -> bool {
         if self.shutting_down {
             handle.close(1001);
+            self.conns.forget(conn);
             return false;
         }
         self.conns.insert(conn, handle);
@@ -614,11 +632,12 @@ impl Driver {
 
     fn dispatch(&mut self, out: Output) {
         match out {
-            Output::Send { conn, frame } => self.queue(conn, OutMsg::Frame(frame)),
+            Output::Send { conn, frame } => self.queue(conn, OutMsg::Frame(&frame)),
+            Output::SendAll { conns, frame } => self.queue_all(&conns, &frame),
             Output::Ping { conn } => self.queue(conn, OutMsg::Ping),
             Output::WantDrained { conn } => self.queue(conn, OutMsg::WantDrained),
             Output::Close { conn, reason } => {
-                if let Some(handle) = self.conns.remove(&conn) {
+                if let Some(handle) = self.conns.remove(conn) {
                     // No code: drop the connection without a close frame.
                     handle.close(reason.code().unwrap_or(1006));
                     self.closing.push(conn);
@@ -671,7 +690,7 @@ impl Driver {
         let due = self
             .due
             .drain(..)
-            .filter_map(|conn| Some((conn, self.conns.get(&conn)?)));
+            .filter_map(|conn| Some((conn, self.conns.get(conn)?)));
         match &mut self.writers {
             Some(writers) => {
                 for (conn, handle) in due {
@@ -683,8 +702,22 @@ impl Driver {
         }
     }
 
-    fn queue(&mut self, conn: ConnId, msg: OutMsg) {
-        let Some(handle) = self.conns.get(&conn) else {
+    /// Queues one frame to each of `conns`, its WebSocket framing encoded
+    /// once: each socket's share is one copy of the encoded bytes.
+    fn queue_all(&mut self, conns: &[ConnId], frame: &str) {
+        let mut encoded = std::mem::take(&mut self.encoded);
+        encoded.clear();
+        crate::ws::frame::encode_text(&mut encoded, frame.as_bytes());
+        for &conn in conns {
+            self.queue(conn, OutMsg::Encoded(&encoded));
+        }
+        if encoded.capacity() <= crate::ws::frame::KEEP_BUFFER {
+            self.encoded = encoded;
+        }
+    }
+
+    fn queue(&mut self, conn: ConnId, msg: OutMsg<'_>) {
+        let Some(handle) = self.conns.get(conn) else {
             return;
         };
         match handle.push(msg) {
@@ -696,7 +729,7 @@ impl Driver {
                 tracing::info!(conn = conn.0, code, "slow consumer: closing");
                 handle.kill(code);
                 self.stats.slow_consumer();
-                self.conns.remove(&conn);
+                self.conns.remove(conn);
                 self.closing.push(conn);
             }
             // The socket's task ended; its `Closed` command is on the way.

@@ -105,9 +105,7 @@ mod tests {
         for turn in 0..turns {
             for (conn, handle, _) in &sockets {
                 let frame = format!("{}:{turn}", conn.0);
-                if handle.push(OutMsg::Frame(frame.as_str().into()))
-                    == Ok(super::super::conn::Due::Flush)
-                {
+                if handle.push(OutMsg::Frame(&frame)) == Ok(super::super::conn::Due::Flush) {
                     writers.stage(*conn, handle);
                 }
             }

@@ -5,7 +5,6 @@
 //! binary (see [`page`]).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,6 +25,7 @@ use tower::ServiceExt as _;
 use tower_http::services::ServeDir;
 
 use crate::cluster::Health;
+use crate::driver::table::ConnIds;
 use crate::driver::{Command, OwnedRequest};
 use crate::store::Probe;
 
@@ -48,7 +48,8 @@ pub(crate) struct Host {
     pub(crate) sockets: TaskTracker,
     /// A directory served at `/` instead of the built-in page (`--www`).
     pub(crate) www: Option<PathBuf>,
-    next_conn: AtomicU64,
+    /// Where socket ids come from (shared with the engine task's table).
+    conn_ids: Arc<ConnIds>,
 }
 
 impl Host {
@@ -60,6 +61,7 @@ impl Host {
         probe: Probe,
         broker: Option<Arc<Health>>,
         www: Option<PathBuf>,
+        conn_ids: Arc<ConnIds>,
     ) -> Host {
         Host {
             inbox,
@@ -69,13 +71,13 @@ impl Host {
             broker,
             sockets: TaskTracker::new(),
             www,
-            next_conn: AtomicU64::new(1),
+            conn_ids,
         }
     }
 
-    /// A connection id never used before by this process.
+    /// An id for a new socket: none that the engine may still know.
     pub(crate) fn next_conn(&self) -> ConnId {
-        ConnId(self.next_conn.fetch_add(1, Ordering::Relaxed))
+        self.conn_ids.next()
     }
 }
 

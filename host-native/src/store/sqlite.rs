@@ -29,6 +29,9 @@ use super::checkpoint::{Checkpoints, WAL_SIZE_LIMIT};
 use super::lock::{self, StoreLock};
 use super::{migrations, sqlite_read, sqlite_write, OpenError};
 
+/// Prepared statements kept per connection: more than a commit uses.
+const STATEMENT_CACHE: usize = 32;
+
 /// How long a connection waits for a lock held by another connection.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -110,6 +113,8 @@ impl SqliteStore {
             .map_err(store_err("wal_autocheckpoint"))?;
         conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
             .map_err(store_err("journal_size_limit"))?;
+        // Every statement a commit runs stays prepared (about fifteen).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let mut conn = conn;
         migrations::run(&mut conn)?;
         Ok(SqliteStore {
@@ -178,6 +183,27 @@ fn create_dir(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// Runs a statement without parameters, prepared once per connection.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+/// Applies each batch's groups inside the open transaction; per batch, the
+/// threads whose groups were refused.
+fn apply_batches(tx: &Connection, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
+    let mut refused = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let mut mine = Vec::new();
+        for group in &batch.threads {
+            if !sqlite_write::apply_group(tx, group)? {
+                mine.push(group.thread_id.clone());
+            }
+        }
+        refused.push(mine);
+    }
+    Ok(refused)
+}
+
 pub(super) fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -187,23 +213,21 @@ impl Backend for SqliteStore {
         sqlite_read::read(&self.conn, query)
     }
 
+    /// One transaction for all of `batches`. Its `BEGIN` and `COMMIT`
+    /// are prepared once and kept, like every statement of a commit, so a
+    /// commit parses no SQL.
     fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(store_err("begin"))?;
-        let mut refused = Vec::with_capacity(batches.len());
-        for batch in batches {
-            let mut mine = Vec::new();
-            for group in &batch.threads {
-                if !sqlite_write::apply_group(&tx, group)? {
-                    mine.push(group.thread_id.clone());
-                }
-            }
-            refused.push(mine);
+        run_cached(&self.conn, "BEGIN IMMEDIATE").map_err(store_err("begin"))?;
+        let applied = apply_batches(&self.conn, batches).and_then(|refused| {
+            run_cached(&self.conn, "COMMIT").map_err(store_err("commit"))?;
+            Ok(refused)
+        });
+        if applied.is_err() && !self.conn.is_autocommit() {
+            // Nothing of a failed commit stands. A rollback that fails
+            // leaves nothing to do: the error below ends the process.
+            let _ = self.conn.execute_batch("ROLLBACK");
         }
-        tx.commit().map_err(store_err("commit"))?;
-        Ok(refused)
+        applied
     }
 
     fn after_commit(&mut self) -> Result<(), StoreError> {

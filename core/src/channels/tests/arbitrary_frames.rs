@@ -37,6 +37,7 @@ proptest! {
             for out in outs {
                 match out {
                     Output::Send { conn, .. } | Output::Close { conn, .. } => prop_assert_eq!(conn, ConnId(1)),
+                    Output::SendAll { conns, .. } => prop_assert_eq!(conns, vec![ConnId(1)]),
                     other => prop_assert!(false, "unexpected output {:?}", other),
                 }
             }

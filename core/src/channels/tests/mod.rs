@@ -6,7 +6,7 @@ use crate::config::{AppConfig, Config};
 use crate::edge::ChannelsUpgrade;
 use crate::http::{HttpRequest, Method};
 use crate::ids::{ConnId, Millis, RequestId};
-use crate::{ChannelProtocol, Engine, Input, Output, WsFrame};
+use crate::{ChannelProtocol, Engine, Input, Output, SharedFrame, WsFrame};
 
 use super::signature::auth_string;
 
@@ -39,6 +39,21 @@ fn app(n: u32, max_connections: Option<usize>) -> AppConfig {
     }
 }
 
+/// Every frame `outs` send, one per recipient, in order.
+fn sends(outs: &[Output]) -> Vec<(ConnId, SharedFrame)> {
+    let mut sent = Vec::new();
+    for out in outs {
+        match out {
+            Output::Send { conn, frame } => sent.push((*conn, frame.clone())),
+            Output::SendAll { conns, frame } => {
+                sent.extend(conns.iter().map(|&conn| (conn, frame.clone())));
+            }
+            _ => {}
+        }
+    }
+    sent
+}
+
 impl Harness {
     fn new() -> Harness {
         Harness::with(Config {
@@ -65,9 +80,11 @@ impl Harness {
         let mut outs = Vec::new();
         while let Some(out) = self.engine.poll_output() {
             match &out {
-                Output::Send { conn, frame } => {
-                    self.sent
-                        .push((*conn, serde_json::from_str(frame).unwrap()));
+                Output::Send { .. } | Output::SendAll { .. } => {
+                    for (conn, frame) in sends(std::slice::from_ref(&out)) {
+                        self.sent
+                            .push((conn, serde_json::from_str(&frame).unwrap()));
+                    }
                 }
                 Output::Close { conn, reason } => {
                     self.closed.push((*conn, reason.code().unwrap_or(1006)));

@@ -89,6 +89,11 @@ impl Host {
                 Output::Send { conn, frame } => self
                     .frames
                     .push((conn, serde_json::from_str(&frame).unwrap())),
+                Output::SendAll { conns, frame } => {
+                    let value: Value = serde_json::from_str(&frame).unwrap();
+                    self.frames
+                        .extend(conns.into_iter().map(|conn| (conn, value.clone())));
+                }
                 Output::Close { conn, reason } => {
                     self.closes.push((conn, reason.code().unwrap_or(1006)));
                 }

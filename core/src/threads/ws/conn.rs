@@ -57,7 +57,8 @@ const AUTHENTICATING: u64 = 0;
 pub(crate) struct Conn {
     /// Who it is; `None` while its bearer waits for the key set.
     pub(crate) caller: Option<Caller>,
-    pub(crate) subs: BTreeMap<ThreadId, Sub>,
+    /// The threads it follows (their subscriptions are in [`Sockets`]).
+    pub(crate) subs: BTreeSet<ThreadId>,
     /// An `Output::WantDrained` is outstanding.
     pub(crate) awaiting_drain: bool,
     /// A close was requested; further frames are ignored.
@@ -84,7 +85,7 @@ impl Conn {
     pub(crate) fn pending() -> Conn {
         Conn {
             caller: None,
-            subs: BTreeMap::new(),
+            subs: BTreeSet::new(),
             awaiting_drain: false,
             closing: false,
             parked: Some(AUTHENTICATING),
@@ -115,30 +116,80 @@ impl Conn {
     }
 }
 
-/// Every `/v1/ws` connection and, per thread, the connections subscribed.
+/// Every `/v1/ws` connection and, per thread, its subscriptions.
+///
+/// A subscription's state is kept under its thread, by connection, so a
+/// fan-out walks one map; each connection lists the threads it follows.
+/// The two agree: `conn` lists `thread` exactly when `thread`'s map holds
+/// `conn`.
 #[derive(Debug, Default)]
 pub(crate) struct Sockets {
-    /// Looked up once per delivery, so hashed with a fast fixed hasher:
-    /// connection ids are the host's, never a client's.
+    /// Looked up for every client frame, so hashed with a fast fixed
+    /// hasher: connection ids are the host's, never a client's.
     pub(crate) conns: HashMap<ConnId, Conn, foldhash::fast::FixedState>,
-    pub(crate) subscribers: HashMap<ThreadId, BTreeSet<ConnId>>,
+    subscribers: HashMap<ThreadId, BTreeMap<ConnId, Sub>>,
 }
 
 impl Sockets {
     /// Registers a subscription.
     pub(crate) fn subscribe(&mut self, conn: ConnId, thread: &ThreadId, sub: Sub) {
         if let Some(c) = self.conns.get_mut(&conn) {
-            c.subs.insert(thread.clone(), sub);
+            c.subs.insert(thread.clone());
             self.subscribers
                 .entry(thread.clone())
                 .or_default()
-                .insert(conn);
+                .insert(conn, sub);
         }
     }
 
     /// The subscription of `conn` to `thread`.
+    pub(crate) fn sub(&self, conn: ConnId, thread: &ThreadId) -> Option<&Sub> {
+        self.subscribers.get(thread)?.get(&conn)
+    }
+
+    /// The subscription of `conn` to `thread`, to update.
     pub(crate) fn sub_mut(&mut self, conn: ConnId, thread: &ThreadId) -> Option<&mut Sub> {
-        self.conns.get_mut(&conn)?.subs.get_mut(thread)
+        self.subscribers.get_mut(thread)?.get_mut(&conn)
+    }
+
+    /// The subscriptions to `thread`, by connection, to update.
+    pub(crate) fn subs_of_thread_mut(
+        &mut self,
+        thread: &ThreadId,
+    ) -> Option<&mut BTreeMap<ConnId, Sub>> {
+        self.subscribers.get_mut(thread)
+    }
+
+    /// The connections subscribed to `thread`, in id order.
+    pub(crate) fn subscribers(&self, thread: &ThreadId) -> Vec<ConnId> {
+        self.subscribers
+            .get(thread)
+            .map(|s| s.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any connection here follows `thread`.
+    pub(crate) fn followed(&self, thread: &ThreadId) -> bool {
+        self.subscribers.contains_key(thread)
+    }
+
+    /// Every thread some connection here follows.
+    pub(crate) fn followed_threads(&self) -> impl Iterator<Item = &ThreadId> {
+        self.subscribers.keys()
+    }
+
+    /// The subscriptions of `conn`, in thread order (`None`: no such
+    /// connection).
+    pub(crate) fn subs_of_conn(
+        &self,
+        conn: ConnId,
+    ) -> Option<impl Iterator<Item = (&ThreadId, &Sub)>> {
+        let c = self.conns.get(&conn)?;
+        Some(
+            c.subs
+                .iter()
+                .filter_map(move |t| Some((t, self.sub(conn, t)?))),
+        )
     }
 
     /// Drops a subscription; true when there was one.
@@ -146,11 +197,10 @@ impl Sockets {
         let removed = self
             .conns
             .get_mut(&conn)
-            .and_then(|c| c.subs.remove(thread))
-            .is_some();
-        if let Some(set) = self.subscribers.get_mut(thread) {
-            set.remove(&conn);
-            if set.is_empty() {
+            .is_some_and(|c| c.subs.remove(thread));
+        if let Some(subs) = self.subscribers.get_mut(thread) {
+            subs.remove(&conn);
+            if subs.is_empty() {
                 self.subscribers.remove(thread);
             }
         }
@@ -162,7 +212,7 @@ impl Sockets {
         let threads: Vec<ThreadId> = self
             .conns
             .get(&conn)
-            .map(|c| c.subs.keys().cloned().collect())
+            .map(|c| c.subs.iter().cloned().collect())
             .unwrap_or_default();
         for thread in &threads {
             self.unsubscribe(conn, thread);

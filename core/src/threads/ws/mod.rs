@@ -19,7 +19,7 @@ use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::ids::{ConnId, ThreadId};
 use crate::io::{CloseReason, Output, WsFrame};
-use crate::outbox::Tag;
+use crate::outbox::{drop_recipients, Tag};
 use crate::policy::Capability;
 use crate::store::ReadQuery;
 use crate::threads::state::Caller;
@@ -273,7 +273,7 @@ impl Threads {
         from_seq: u64,
     ) -> Option<ReadQuery> {
         let c = self.sockets.conns.get(&conn)?;
-        if c.subs.contains_key(&thread) {
+        if c.subs.contains(&thread) {
             let err = BubbleError::AlreadySubscribed(thread.clone());
             send_error(cx, conn, Some(thread.as_str()), &err);
             return None;
@@ -355,15 +355,13 @@ impl Threads {
     ) -> bool {
         let unseen = self
             .sockets
-            .conns
-            .get(&conn)
-            .and_then(|c| c.subs.get(thread))
+            .sub(conn, thread)
             .and_then(|s| s.provisional)
             .is_some_and(|p| p.fence > cx.out.durable());
         if unseen {
             cx.out.discard(|tag, out| match tag {
                 Tag::Event { thread: t, .. } => {
-                    **t == *thread && matches!(out, Output::Send { conn: c, .. } if *c == conn)
+                    **t == *thread && drop_recipients(out, |c| c == conn)
                 }
                 Tag::Subscription { .. } | Tag::Plain | Tag::Op(_) => false,
             });
@@ -383,18 +381,10 @@ impl Threads {
     ) -> Vec<(ConnId, ThreadId, u64)> {
         let mut redo = Vec::new();
         for thread in doomed {
-            let conns: Vec<ConnId> = self
-                .sockets
-                .subscribers
-                .get(*thread)
-                .map(|s| s.iter().copied().collect())
-                .unwrap_or_default();
-            for conn in conns {
+            for conn in self.sockets.subscribers(thread) {
                 let from_seq = self
                     .sockets
-                    .conns
-                    .get(&conn)
-                    .and_then(|c| c.subs.get(*thread))
+                    .sub(conn, thread)
                     .and_then(|s| s.provisional)
                     .filter(|p| p.fence >= batch.0)
                     .map(|p| p.from_seq);

@@ -35,15 +35,19 @@ impl Threads {
     /// flight one step on: a read of durable history, or the pending events
     /// and the switch to live.
     pub(super) fn replay(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
-        let Some(c) = self.sockets.conns.get(&conn) else {
-            return;
-        };
-        if c.awaiting_drain {
+        if self
+            .sockets
+            .conns
+            .get(&conn)
+            .is_none_or(|c| c.awaiting_drain)
+        {
             return;
         }
-        let waiting: Vec<ThreadId> = c
-            .subs
-            .iter()
+        let waiting: Vec<ThreadId> = self
+            .sockets
+            .subs_of_conn(conn)
+            .into_iter()
+            .flatten()
             .filter(|(_, s)| !s.live && s.read.is_none())
             .map(|(t, _)| t.clone())
             .collect();
@@ -148,44 +152,37 @@ impl Threads {
         }
     }
 
-    /// Sends `event` to every live subscription of `thread` that expects it,
-    /// serialized once.
+    /// Sends `event` to every live subscription of `thread` that expects it:
+    /// one output, serialized once, listing its recipients.
     pub(in crate::threads) fn fan_out(
         &mut self,
         cx: &mut Ctx<'_>,
         thread: &ThreadId,
         event: &StoredEvent,
     ) {
-        let Some(subscribers) = self.sockets.subscribers.get(thread) else {
+        let Some(subs) = self.sockets.subs_of_thread_mut(thread) else {
             return;
         };
-        let mut frame = None;
-        let mut tagged = None;
-        for conn in subscribers {
-            let Some(sub) = self
-                .sockets
-                .conns
-                .get_mut(conn)
-                .and_then(|c| c.subs.get_mut(thread))
-            else {
-                continue;
-            };
+        let mut conns = Vec::with_capacity(subs.len());
+        for (conn, sub) in subs {
             if sub.live && sub.next == event.seq {
                 sub.next = event.seq + 1;
-                let frame = frame.get_or_insert_with(|| codec::event(thread, &event.json));
-                let tagged = tagged.get_or_insert_with(|| Arc::new(thread.clone()));
-                cx.out.push_tagged(
-                    Output::Send {
-                        conn: *conn,
-                        frame: frame.clone(),
-                    },
-                    Tag::Event {
-                        thread: tagged.clone(),
-                        seq: event.seq,
-                    },
-                );
+                conns.push(*conn);
             }
         }
+        if conns.is_empty() {
+            return;
+        }
+        cx.out.push_tagged(
+            Output::SendAll {
+                conns,
+                frame: codec::event(thread, &event.json),
+            },
+            Tag::Event {
+                thread: Arc::new(thread.clone()),
+                seq: event.seq,
+            },
+        );
     }
 
     /// `thread`'s cached state is dropped: its subscriptions were sent at
@@ -197,22 +194,15 @@ impl Threads {
         thread: &ThreadId,
         durable: Option<u64>,
     ) {
-        let Some(subscribers) = self.sockets.subscribers.get(thread) else {
+        let Some(subs) = self.sockets.subs_of_thread_mut(thread) else {
             return;
         };
-        for conn in subscribers {
-            if let Some(sub) = self
-                .sockets
-                .conns
-                .get_mut(conn)
-                .and_then(|c| c.subs.get_mut(thread))
-            {
-                if let Some(durable) = durable {
-                    sub.next = sub.floor.max(sub.next.min(durable + 1));
-                }
-                sub.live = false;
-                sub.read = None;
+        for sub in subs.values_mut() {
+            if let Some(durable) = durable {
+                sub.next = sub.floor.max(sub.next.min(durable + 1));
             }
+            sub.live = false;
+            sub.read = None;
         }
     }
 
@@ -220,13 +210,7 @@ impl Threads {
     /// their replay.
     pub(in crate::threads) fn thread_loaded(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
         self.recheck_subscriptions(cx, thread);
-        let conns: Vec<ConnId> = self
-            .sockets
-            .subscribers
-            .get(thread)
-            .map(|s| s.iter().copied().collect())
-            .unwrap_or_default();
-        for conn in conns {
+        for conn in self.sockets.subscribers(thread) {
             self.replay(cx, conn);
         }
     }
@@ -237,8 +221,7 @@ impl Threads {
     pub(in crate::threads) fn recheck_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
         let mut affected: Vec<ThreadId> = self
             .sockets
-            .subscribers
-            .keys()
+            .followed_threads()
             .filter(|t| *t == root || self.cache.ancestors(t).any(|a| a == root))
             .cloned()
             .collect();
@@ -246,13 +229,7 @@ impl Threads {
         // same inputs, whatever the hash map's order.
         affected.sort_by(|a, b| (a != root, a).cmp(&(b != root, b)));
         for thread in affected {
-            let subscribers: Vec<ConnId> = self
-                .sockets
-                .subscribers
-                .get(&thread)
-                .map(|s| s.iter().copied().collect())
-                .unwrap_or_default();
-            for conn in subscribers {
+            for conn in self.sockets.subscribers(&thread) {
                 let Some(caller) = self.sockets.conns.get(&conn).and_then(|c| c.caller.clone())
                 else {
                     continue;

@@ -1,0 +1,181 @@
+//! Connection ids that index the engine task's table of sockets.
+//!
+//! The engine names a socket in every frame it sends, so the engine task
+//! looks one up per delivery (and again when it writes the socket at the
+//! end of its turn). A connection id is a slot of [`Table`] in its low 32
+//! bits and the slot's generation in its high 32 bits: a lookup is an index
+//! and one comparison, no hashing. A slot is reused once its socket left
+//! the table, under a new generation, so an id is never reused while the
+//! engine may still know it, and a late command naming a socket that is
+//! gone (its `Closed` report, a frame that was on its way) matches nothing.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bubble_core::ConnId;
+
+use super::conn::ConnHandle;
+
+/// Hands out connection ids (the socket tasks) and takes back the slots
+/// of sockets that left the table (the engine task).
+#[derive(Debug, Default)]
+pub(crate) struct ConnIds {
+    slots: Mutex<Slots>,
+}
+
+#[derive(Debug, Default)]
+struct Slots {
+    /// The generation each slot is at.
+    generations: Vec<u32>,
+    /// Slots no socket holds.
+    free: Vec<u32>,
+}
+
+fn slot(conn: ConnId) -> usize {
+    (conn.0 & u64::from(u32::MAX)) as usize
+}
+
+impl ConnIds {
+    /// An id no open socket holds, nor any socket the engine may still know.
+    pub(crate) fn next(&self) -> ConnId {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = match slots.free.pop() {
+            Some(slot) => slot,
+            None => {
+                let slot = u32::try_from(slots.generations.len()).unwrap_or(u32::MAX);
+                slots.generations.push(0);
+                slot
+            }
+        };
+        let generation = slots.generations[slot as usize];
+        ConnId(u64::from(generation) << 32 | u64::from(slot))
+    }
+
+    /// `conn`'s slot may be handed out again, under the next generation.
+    fn release(&self, conn: ConnId) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = slot(conn);
+        if let Some(generation) = slots.generations.get_mut(slot) {
+            *generation = generation.wrapping_add(1);
+            slots.free.push(slot as u32);
+        }
+    }
+}
+
+/// The engine task's open sockets, by slot.
+pub(super) struct Table {
+    ids: Arc<ConnIds>,
+    slots: Vec<Option<(ConnId, ConnHandle)>>,
+    open: usize,
+}
+
+impl Table {
+    /// An empty table whose ids come from `ids`.
+    pub(super) fn new(ids: Arc<ConnIds>) -> Table {
+        Table {
+            ids,
+            slots: Vec::new(),
+            open: 0,
+        }
+    }
+
+    /// The open socket `conn`.
+    pub(super) fn get(&self, conn: ConnId) -> Option<&ConnHandle> {
+        match self.slots.get(slot(conn)) {
+            Some(Some((id, handle))) if *id == conn => Some(handle),
+            _ => None,
+        }
+    }
+
+    /// Whether `conn` is open.
+    pub(super) fn contains(&self, conn: ConnId) -> bool {
+        self.get(conn).is_some()
+    }
+
+    /// Registers a socket under the id [`ConnIds::next`] gave it.
+    pub(super) fn insert(&mut self, conn: ConnId, handle: ConnHandle) {
+        let slot = slot(conn);
+        if self.slots.len() <= slot {
+            self.slots.resize_with(slot + 1, || None);
+        }
+        if self.slots[slot].replace((conn, handle)).is_none() {
+            self.open += 1;
+        }
+    }
+
+    /// Takes `conn` out of the table, freeing its slot.
+    pub(super) fn remove(&mut self, conn: ConnId) -> Option<ConnHandle> {
+        let entry = self.slots.get_mut(slot(conn))?;
+        if entry.as_ref().is_none_or(|(id, _)| *id != conn) {
+            return None;
+        }
+        let (_, handle) = entry.take()?;
+        self.open -= 1;
+        self.ids.release(conn);
+        Some(handle)
+    }
+
+    /// A socket that never entered the table gives its id back.
+    pub(super) fn forget(&self, conn: ConnId) {
+        self.ids.release(conn);
+    }
+
+    /// How many sockets are open.
+    pub(super) fn len(&self) -> usize {
+        self.open
+    }
+
+    /// The open sockets' ids.
+    pub(super) fn ids(&self) -> Vec<ConnId> {
+        self.slots.iter().flatten().map(|(id, _)| *id).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bubble_core::edge::OutboundLimit;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+
+    fn handle() -> ConnHandle {
+        let (ours, _peer) = UnixStream::pair().expect("socket pair");
+        ConnHandle::new(OutboundLimit::frames(1), Arc::new(OwnedFd::from(ours))).0
+    }
+
+    #[test]
+    fn a_freed_slot_comes_back_under_a_new_id_and_the_old_id_finds_nothing() {
+        let ids = Arc::new(ConnIds::default());
+        let mut table = Table::new(ids.clone());
+        let (a, b) = (ids.next(), ids.next());
+        assert_ne!(a, b);
+        table.insert(a, handle());
+        table.insert(b, handle());
+        assert_eq!(table.len(), 2);
+        assert!(table.remove(a).is_some());
+        assert!(table.remove(a).is_none(), "removed once");
+        let c = ids.next();
+        assert_ne!(c, a, "same slot, new generation");
+        assert_eq!(slot(c), slot(a));
+        table.insert(c, handle());
+        assert!(!table.contains(a), "the old id names nothing");
+        assert!(table.remove(a).is_none(), "nor removes the new socket");
+        assert!(table.contains(c) && table.contains(b));
+        assert_eq!(table.len(), 2);
+        let mut open = table.ids();
+        open.sort();
+        let mut want = vec![b, c];
+        want.sort();
+        assert_eq!(open, want);
+    }
+
+    #[test]
+    fn an_id_that_never_entered_the_table_is_given_back() {
+        let ids = Arc::new(ConnIds::default());
+        let table = Table::new(ids.clone());
+        let a = ids.next();
+        table.forget(a);
+        let b = ids.next();
+        assert_eq!(slot(b), slot(a));
+        assert_ne!(b, a);
+    }
+}
