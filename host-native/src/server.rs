@@ -82,9 +82,11 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
         settings.engine.clone(),
         opened.engine,
         stats,
-        broker,
-        settings.jwks.clone(),
-        &settings.webhooks,
+        driver::Services {
+            cluster: broker,
+            jwks: settings.jwks.clone(),
+            webhooks: &settings.webhooks,
+        },
     )
     .map_err(io("starting the engine"))?;
     if crate::cluster::deployment(&settings.store).is_some() {

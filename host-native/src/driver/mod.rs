@@ -225,6 +225,16 @@ impl EngineJoin {
     }
 }
 
+/// What the engine reaches beyond its store and sockets.
+pub(crate) struct Services<'a> {
+    /// The other nodes, in cluster mode, and the broker's health.
+    pub(crate) cluster: Option<(&'a ClusterSettings, Arc<Health>)>,
+    /// Where the JWKS driver's keys come from.
+    pub(crate) jwks: Option<JwksSource>,
+    /// How Pusher webhooks are delivered.
+    pub(crate) webhooks: &'a WebhookSettings,
+}
+
 /// Starts the engine at `home` and, unless the store is answered inline
 /// (memory), the persistence worker and the reader threads.
 pub(crate) fn spawn(
@@ -234,10 +244,13 @@ pub(crate) fn spawn(
     config: Config,
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
-    cluster: Option<(&ClusterSettings, Arc<Health>)>,
-    jwks: Option<JwksSource>,
-    webhooks: &WebhookSettings,
+    services: Services<'_>,
 ) -> std::io::Result<Running> {
+    let Services {
+        cluster,
+        jwks,
+        webhooks,
+    } = services;
     let seed = getrandom::u64().map_err(std::io::Error::other)?;
     let (inbox_tx, inbox) = mpsc::channel(INBOX_CAPACITY);
     let broker = match cluster {
