@@ -7,10 +7,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// What the page cannot load without.
-const REQUIRED: [&str; 3] = [
+const REQUIRED: [&str; 4] = [
     "index.html",
     "pkg/bubble_wasm.js",
     "pkg/bubble_wasm_bg.wasm",
+    "pkg/host.mjs",
 ];
 
 fn main() {

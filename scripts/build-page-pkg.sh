@@ -18,13 +18,15 @@ else
   sha256() { shasum -a 256 "$1"; }
 fi
 
-# The inputs, sorted by path: what the wasm is compiled from, and how. The
-# test reads this list through `--inputs`, so this function is its only
-# definition.
+# The inputs, sorted by path: what the wasm is compiled from, how, and the
+# JavaScript host copied beside it (www/in-page-transport.mjs runs the
+# engine in the page through it). The test reads this list through
+# `--inputs`, so this function is its only definition.
 inputs() {
   {
     for f in Cargo.lock Cargo.toml core/Cargo.toml core/build.rs \
-      bindings-wasm/Cargo.toml bindings-wasm/build.rs bindings-wasm/build.sh \
+      bindings-wasm/Cargo.toml bindings-wasm/build.rs \
+      bindings-wasm/worker/host.mjs bindings-wasm/worker/storage.mjs bindings-wasm/build.sh \
       scripts/build-page-pkg.sh; do
       if [ -f "$f" ]; then echo "$f"; fi
     done
@@ -42,10 +44,12 @@ BUBBLE_WASM_FEATURES=sim bindings-wasm/build.sh
 pkg=www/pkg
 rm -rf "$pkg"
 mkdir -p "$pkg"
-# What the page loads: the bindings, the wasm and any wasm-bindgen snippets
-# (not the TypeScript declarations).
+# What the page loads: the bindings, the wasm, any wasm-bindgen snippets, and
+# the worker's host and storage beside them (not the TypeScript declarations).
 (cd bindings-wasm/pkg && find . -type f -not -name '*.d.ts' -not -name 'package.json') \
   | while IFS= read -r f; do mkdir -p "$pkg/$(dirname "$f")" && cp "bindings-wasm/pkg/$f" "$pkg/$f"; done
+cp bindings-wasm/worker/host.mjs "$pkg/host.mjs"
+cp bindings-wasm/worker/storage.mjs "$pkg/storage.mjs"
 {
   echo "# Written by scripts/build-page-pkg.sh; checked by tests/tests/page_pkg.rs."
   echo "# The sources www/pkg was built from: sha256 of each, sorted by path."

@@ -104,7 +104,7 @@ export class Edge {
      * @param {string} path
      * @param {string} query
      * @param {any} headers
-     * @returns {Route}
+     * @returns {Route & RouteCors}
      */
     routeRequest(method, path, query, headers) {
         const ptr0 = passStringToWasm0(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);

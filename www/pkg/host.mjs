@@ -107,7 +107,14 @@ export class BubbleHost {
    * that is not upgraded: `route` from `route()`, `request` its method,
    * path, query, headers and body bytes.
    */
-  answer(route, { method, path, query = '', headers, body } = {}) {
+  answer(route, request = {}) {
+    const answer = this.#answer(route, request);
+    if (!route.cors) return answer;
+    const withCors = (a) => ({ ...a, headers: [...(a.headers ?? []), ...route.cors] });
+    return answer instanceof Promise ? answer.then(withCors) : withCors(answer);
+  }
+
+  #answer(route, { method, path, query = '', headers, body }) {
     switch (route.kind) {
       case 'engine':
         return new Promise((resolve) =>
@@ -291,19 +298,27 @@ export class BubbleHost {
     if (this.#idle.length > 0 && this.#quiet()) for (const resolve of this.#idle.splice(0)) resolve();
   }
 
+  // Sends `frame` to `conn` unless it is gone or closing.
+  #send(conn, frame) {
+    const entry = this.#sockets.get(conn);
+    if (!entry || entry.closing) return;
+    // A reader that cannot keep up is closed rather than buffered without
+    // bound; the frame that found its queue full is not sent.
+    const slow = this.#edge.admitFrame(entry.socket.queued());
+    if (slow === undefined) entry.socket.send(frame);
+    else this.#close(entry, slow);
+    this.#touched.add(conn);
+  }
+
   #perform(out) {
     const entry = this.#sockets.get(out.conn);
     switch (out.kind) {
-      case 'send': {
-        if (!entry || entry.closing) return;
-        // A reader that cannot keep up is closed rather than buffered without
-        // bound; the frame that found its queue full is not sent.
-        const slow = this.#edge.admitFrame(entry.socket.queued());
-        if (slow === undefined) entry.socket.send(out.frame);
-        else this.#close(entry, slow);
-        this.#touched.add(out.conn);
+      case 'send':
+        this.#send(out.conn, out.frame);
         return;
-      }
+      case 'sendAll':
+        for (const conn of out.conns) this.#send(conn, out.frame);
+        return;
       case 'ping':
         if (entry && !entry.closing) entry.socket.ping();
         return;
@@ -418,11 +433,12 @@ export function feedSocket(ws, conn) {
 }
 
 /** The headers and body (null when empty) to write for an answer. */
-export function answerParts({ status, contentType, body, retryAfter }) {
+export function answerParts({ status, contentType, body, retryAfter, headers: more = [] }) {
   // A response without a body (204) carries no Content-Type.
   const empty = status === 204 || body === '';
   const headers = empty ? {} : { 'content-type': contentType };
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+  for (const [name, value] of more) headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
   return { status, headers, body: empty ? null : body };
 }
 

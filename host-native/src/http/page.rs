@@ -85,6 +85,8 @@ mod tests {
             "/app.mjs",
             "/pkg/bubble_wasm.js",
             "/pkg/bubble_wasm_bg.wasm",
+            "/pkg/host.mjs",
+            "/in-page-transport.mjs",
             "/sim.mjs",
         ] {
             assert!(find(path).is_some(), "{path} is not embedded");
