@@ -354,7 +354,7 @@ impl Threads {
     /// Durable events of `id` from `from`, checked to be the complete range
     /// the store was asked for. A page asked for earlier is used as it came,
     /// even when the head moved since.
-    pub(super) fn history_page(
+    fn history_page(
         &self,
         id: &ThreadId,
         from: u64,
@@ -386,7 +386,7 @@ impl Threads {
             Err(e) => return Err(Step::Fail(e.to_bubble_error())),
             Ok(_) => return Err(BubbleError::Internal.into()),
         };
-        let expected = usize::try_from(through.saturating_sub(from) + 1)
+        let expected = usize::try_from(through - from + 1)
             .unwrap_or(usize::MAX)
             .min(limit);
         let complete =

@@ -8,7 +8,9 @@ use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::http::HttpResponse;
 use crate::ids::ThreadId;
+use crate::model::StoredEvent;
 use crate::policy::Capability;
+use crate::store::{ReadQuery, ReadResult};
 use crate::threads::query::MAX_LIMIT;
 use crate::threads::state::Caller;
 use crate::threads::work::Step;
@@ -40,7 +42,7 @@ impl Threads {
             if through >= durable {
                 break;
             }
-            let events = self.history_page(id, through + 1, durable, page)?;
+            let events = self.fold_page(id, through + 1, durable, page)?;
             if !self.folds.extend(id, &events, cx.limits) && self.folds.body(id).is_some() {
                 return Err(BubbleError::Internal.into());
             }
@@ -50,5 +52,49 @@ impl Threads {
             .body(id)
             .ok_or_else(|| too_large(id, cx.limits.max_fold_bytes))?;
         Ok(HttpResponse::json(200, body))
+    }
+
+    /// The durable events of `id` from `from`: the answer of a read asked
+    /// for earlier (used once, even when the head moved since), or `Need`.
+    fn fold_page(
+        &mut self,
+        id: &ThreadId,
+        from: u64,
+        durable: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, Step> {
+        let asked = self.answers.keys().find_map(|q| match q {
+            ReadQuery::Events {
+                thread_id,
+                from_seq,
+                through_seq,
+                limit: l,
+            } if thread_id == id && *from_seq == from && *l == limit => {
+                Some((q.clone(), *through_seq))
+            }
+            _ => None,
+        });
+        let Some((query, through)) = asked else {
+            return Err(Step::Need(ReadQuery::Events {
+                thread_id: id.clone(),
+                from_seq: from,
+                through_seq: durable,
+                limit,
+            }));
+        };
+        let events = match self.answers.remove(&query) {
+            Some(Ok(ReadResult::Events(events))) => events,
+            Some(Err(e)) => return Err(Step::Fail(e.to_bubble_error())),
+            _ => return Err(BubbleError::Internal.into()),
+        };
+        let expected = usize::try_from(through.saturating_sub(from) + 1)
+            .unwrap_or(usize::MAX)
+            .min(limit);
+        let complete =
+            events.len() == expected && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
+        if !complete {
+            return Err(BubbleError::Internal.into());
+        }
+        Ok(events)
     }
 }
