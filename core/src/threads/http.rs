@@ -386,14 +386,19 @@ impl Threads {
             Err(e) => return Err(Step::Fail(e.to_bubble_error())),
             Ok(_) => return Err(BubbleError::Internal.into()),
         };
-        let expected = usize::try_from(through - from + 1)
-            .unwrap_or(usize::MAX)
-            .min(limit);
-        let complete =
-            events.len() == expected && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
-        if !complete {
+        if !complete_page(events, from, through, limit) {
             return Err(BubbleError::Internal.into());
         }
         Ok(events.clone())
     }
+}
+
+/// Whether `events` are the page a read of `from..=through` (at most
+/// `limit` events) must answer: every seq from `from`, in order, none
+/// missing.
+pub(super) fn complete_page(events: &[StoredEvent], from: u64, through: u64, limit: usize) -> bool {
+    let expected = usize::try_from(through.saturating_sub(from) + 1)
+        .unwrap_or(usize::MAX)
+        .min(limit);
+    events.len() == expected && events.iter().zip(from..).all(|(e, seq)| e.seq == seq)
 }

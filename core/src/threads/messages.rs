@@ -87,12 +87,7 @@ impl Threads {
             Some(Err(e)) => return Err(Step::Fail(e.to_bubble_error())),
             _ => return Err(BubbleError::Internal.into()),
         };
-        let expected = usize::try_from(through.saturating_sub(from) + 1)
-            .unwrap_or(usize::MAX)
-            .min(limit);
-        let complete =
-            events.len() == expected && events.iter().zip(from..).all(|(e, seq)| e.seq == seq);
-        if !complete {
+        if !super::http::complete_page(&events, from, through, limit) {
             return Err(BubbleError::Internal.into());
         }
         Ok(events)
