@@ -233,7 +233,7 @@ async fn requests_the_client_refuses_itself() {
         Err(Error::InvalidEvent)
     );
     for url in [
-        "https://127.0.0.1:1",
+        "ftp://127.0.0.1:1",
         "http://127.0.0.1:1/prefix",
         "not a url",
     ] {
