@@ -209,14 +209,16 @@ impl KeySet {
     /// that fits, or no valid signature, is [`AuthError::Invalid`].
     pub(super) fn verify(&self, token: &Token<'_>) -> Result<(), AuthError> {
         let kid = token.kid.as_deref();
+        // The header's `alg`: public, compared as any name is.
+        let header_alg = token.alg_name.as_str();
         let mut named = false;
         for jwk in self.keys.iter() {
             if kid.is_some() && jwk.kid.as_deref() != kid {
                 continue;
             }
             named = true;
-            let fits = jwk.key.fits(token.alg)
-                && jwk.alg.as_deref().is_none_or(|alg| alg == token.alg_name);
+            let fits =
+                jwk.key.fits(token.alg) && jwk.alg.as_deref().is_none_or(|alg| alg == header_alg);
             if fits && jwk.key.verifies(token.signing_input, &token.signature) {
                 return Ok(());
             }
