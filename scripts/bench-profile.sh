@@ -2,16 +2,19 @@
 # Profiles one fan-out server at a fixed rate with perf and writes where its
 # CPU goes (kernel against user space, the top symbols, and Bubble's share
 # by component) to bench/results/profile-<server>-<rate>.txt.
-# Usage: scripts/bench-profile.sh bubble|nchan|floor [DELIVERIES_PER_S] [SECONDS]
+# Usage: scripts/bench-profile.sh bubble|threads|threads-sqlite|nchan|floor [DELIVERIES_PER_S] [SECONDS]
+# (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-who=${1:?bubble, nchan or floor}
+who=${1:?bubble, threads, threads-sqlite, nchan or floor}
 rate=${2:-40000}
 secs=${3:-10}
 # What to sample (the generator's servers only: other processes of the
 # same name on the machine are left alone).
 case "$who" in
   bubble) scenario=fanout; pattern='bubble serve' ;;
+  threads) scenario=fanout-threads; pattern='bubble serve' ;;
+  threads-sqlite) scenario=fanout-threads-sqlite; pattern='bubble serve' ;;
   nchan) scenario=fanout-nchan; pattern='nginx: worker' ;;
   floor) scenario=fanout-floor; pattern='bubble-floor' ;;
   *) echo "unknown server $who" >&2; exit 2 ;;
@@ -68,7 +71,7 @@ syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | gre
   echo
   echo "## Top symbols"
   echo "$syms" | sed -n 1,40p
-  if [ "$who" = bubble ]; then
+  if [ "$who" != nchan ] && [ "$who" != floor ]; then
     echo
     echo "## Bubble's user space by component (share of all samples)"
     echo "$syms" | grep '\[\.\]' |

@@ -30,6 +30,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::ctx::Ctx;
 use crate::error::BenchError;
+use crate::servers::Store;
 
 /// Which scenario to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -40,6 +41,10 @@ enum Scenario {
     FanoutNchan,
     /// Fan-out on the floor server alone (one write per frame).
     FanoutFloor,
+    /// The fan-out of 2 as thread appends on Bubble's memory store, alone.
+    FanoutThreads,
+    /// The fan-out of 2 as thread appends on Bubble's SQLite store, alone.
+    FanoutThreadsSqlite,
     /// 2: channel fan-out on Bubble and nchan in the same run, and the ratio.
     FanoutVsNchan,
     /// 3: thread fan-out over /v1/ws, HTTP and WS appenders, both stores.
@@ -194,6 +199,10 @@ fn run(scenario: Scenario, ctx: &Ctx) -> Result<(), BenchError> {
         Scenario::Fanout => scenarios::fanout::scenario_fanout(ctx),
         Scenario::FanoutNchan => scenarios::fanout::scenario_fanout_nchan(ctx),
         Scenario::FanoutFloor => scenarios::fanout::scenario_fanout_floor(ctx),
+        Scenario::FanoutThreads => scenarios::fanout::scenario_fanout_threads(ctx, Store::Memory),
+        Scenario::FanoutThreadsSqlite => {
+            scenarios::fanout::scenario_fanout_threads(ctx, Store::Sqlite)
+        }
         Scenario::FanoutVsNchan => scenarios::fanout::scenario_fanout_vs_nchan(ctx),
         Scenario::ThreadFanout => scenarios::thread_fanout::scenario(ctx),
         Scenario::Appends => scenarios::appends::scenario(ctx),

@@ -247,20 +247,10 @@ impl Engine {
             Input::Recheck => threads.recheck(cx),
             Input::ClusterState { nodes } => channels.cluster_state(cx, nodes),
             Input::Claimed { claim, outcome } => channels.claimed(cx, claim, outcome),
-            Input::KeysLoaded { keys } => {
-                auth.drivers.set_keys(keys);
-                let waiters = auth.keys.settled(now);
-                Self::wake(
-                    cx,
-                    threads,
-                    conns,
-                    http_rates,
-                    principal_conns,
-                    auth,
-                    waiters,
-                );
-            }
-            Input::KeysFailed => {
+            Input::KeysLoaded { .. } | Input::KeysFailed => {
+                if let Input::KeysLoaded { keys } = input {
+                    auth.drivers.set_keys(keys);
+                }
                 let waiters = auth.keys.settled(now);
                 Self::wake(
                     cx,

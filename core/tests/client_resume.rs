@@ -21,7 +21,7 @@ mod transcripts;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use bubble_core::client::{AppendId, Client, ClientConfig, ClientInput, ClientOutput};
+use bubble_core::client::{AppendId, Client, ClientConfig, ClientInput, ClientOutput, SplitMix64};
 use bubble_core::http::Method;
 use bubble_core::store::ReadQuery;
 use bubble_core::{ConnId, Input, Millis, ThreadId};
@@ -611,32 +611,9 @@ fn a_scripted_run_through_every_fault() {
     run(11, &steps, false);
 }
 
-/// SplitMix64, for runs that stay the same whatever the versions of the
-/// test's dependencies (the recorded transcripts are compared byte for byte).
-struct Seeded(u64);
-
-impl Seeded {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True with probability `percent`/100.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// `n` steps drawn from `seed` with the weights of [`step`].
 fn seeded_steps(seed: u64, n: usize) -> Vec<Step> {
-    let mut r = Seeded(seed);
+    let mut r = SplitMix64::new(seed);
     let peers = USERS.len() as u64;
     (0..n)
         .map(|_| {
@@ -648,7 +625,7 @@ fn seeded_steps(seed: u64, n: usize) -> Vec<Step> {
                 },
                 4..=6 => Step::Open {
                     peer,
-                    fail: r.chance(20),
+                    fail: r.below(100) < 20,
                 },
                 7..=10 => Step::Deliver {
                     peer,
@@ -657,12 +634,14 @@ fn seeded_steps(seed: u64, n: usize) -> Vec<Step> {
                 11 => Step::Drop { peer },
                 12..=14 => Step::Http {
                     peer,
-                    lost_before: r.chance(15),
-                    lost_after: r.chance(20),
+                    lost_before: r.below(100) < 15,
+                    lost_after: r.below(100) < 20,
                 },
                 15 => Step::Token { peer },
                 16 => Step::Restart,
-                17 => Step::FailReads { on: r.chance(40) },
+                17 => Step::FailReads {
+                    on: r.below(100) < 40,
+                },
                 _ => Step::Advance {
                     ms: 1 + r.below(40_000),
                 },

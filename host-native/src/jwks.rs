@@ -6,7 +6,8 @@
 //! core ([`KeySet::parse`]) and handed back as
 //! [`Input::KeysLoaded`](bubble_core::Input::KeysLoaded); any failure is
 //! logged and reported as [`Input::KeysFailed`](bubble_core::Input::KeysFailed).
-//! When and how often to fetch is the engine's decision.
+//! When and how often to fetch is the engine's decision. The HTTP client,
+//! with the system's trusted roots, is built once, with the fetcher.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,6 +16,8 @@ use bubble_core::auth::KeySet;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty, Limited};
 use hyper::Uri;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::runtime::Handle;
@@ -26,6 +29,8 @@ use crate::driver::Command;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest JWKS document read.
 const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+
+type HttpsClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
 /// Where the JWKS comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +53,8 @@ impl std::fmt::Display for JwksSource {
 /// Runs the engine's fetches on the server's runtime.
 pub(crate) struct KeyFetcher {
     source: Option<JwksSource>,
+    /// The client for a URL source, or why it could not be built.
+    client: Result<HttpsClient, String>,
     runtime: Handle,
     inbox: mpsc::Sender<Command>,
 }
@@ -59,8 +66,13 @@ impl KeyFetcher {
         runtime: Handle,
         inbox: mpsc::Sender<Command>,
     ) -> KeyFetcher {
+        let client = match &source {
+            Some(JwksSource::Url(_)) => client(),
+            _ => Err("no URL to fetch".to_owned()),
+        };
         KeyFetcher {
             source,
+            client,
             runtime,
             inbox,
         }
@@ -76,8 +88,9 @@ impl KeyFetcher {
             });
             return;
         };
+        let client = self.client.clone();
         self.runtime.spawn(async move {
-            let document = match tokio::time::timeout(FETCH_TIMEOUT, read(&source)).await {
+            let document = match tokio::time::timeout(FETCH_TIMEOUT, read(&source, client)).await {
                 Ok(read) => read,
                 Err(_) => Err("timed out".to_owned()),
             };
@@ -97,7 +110,7 @@ impl KeyFetcher {
     }
 }
 
-async fn read(source: &JwksSource) -> Result<String, String> {
+async fn read(source: &JwksSource, client: Result<HttpsClient, String>) -> Result<String, String> {
     match source {
         JwksSource::File(path) => {
             let path = path.clone();
@@ -106,18 +119,22 @@ async fn read(source: &JwksSource) -> Result<String, String> {
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())
         }
-        JwksSource::Url(uri) => get(uri).await,
+        JwksSource::Url(uri) => get(&client?, uri).await,
     }
 }
 
-async fn get(uri: &Uri) -> Result<String, String> {
+/// An http/https client checking certificates against the system's roots.
+fn client() -> Result<HttpsClient, String> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()
         .map_err(|e| format!("loading the system's trusted roots: {e}"))?
         .https_or_http()
         .enable_http1()
         .build();
-    let client = Client::builder(TokioExecutor::new()).build::<_, Empty<Bytes>>(https);
+    Ok(Client::builder(TokioExecutor::new()).build(https))
+}
+
+async fn get(client: &HttpsClient, uri: &Uri) -> Result<String, String> {
     let request = hyper::Request::get(uri.clone())
         .header("accept", "application/json")
         .body(Empty::new())

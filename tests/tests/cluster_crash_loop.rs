@@ -11,6 +11,7 @@
 //! the sequence, and the test prints the seed it ran with, so a failing
 //! sequence can be run again.
 
+use bubble_core::client::SplitMix64;
 use bubble_tests::crash::{spawn_clients, verify, wind_down, Shared};
 use bubble_tests::threads::create_thread;
 use bubble_tests::{wait_ready, Deployment, OwnRedis, Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
@@ -24,24 +25,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The crash loop's generator (SplitMix64): the same seed draws the same
-/// victims and pauses.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn wait_for_acks(shared: &Shared, more: u64, cycle: u64) {
@@ -64,7 +47,7 @@ fn crash_loop(
     redis: &mut OwnRedis,
     shared: &Shared,
     cycles: u64,
-    draws: &mut Draws,
+    draws: &mut SplitMix64,
 ) -> [u64; 2] {
     let mut kills = [0; 2];
     for cycle in 0..cycles {
@@ -98,7 +81,7 @@ async fn acknowledged_events_survive_node_kills_and_redis_restarts() {
     let seed = env_or("BUBBLE_CLUSTER_CRASH_SEED", 1);
     let loop_shared = shared.clone();
     let (nodes, _redis, kills) = tokio::task::spawn_blocking(move || {
-        let mut draws = Draws(seed);
+        let mut draws = SplitMix64::new(seed);
         let kills = crash_loop(&mut nodes, &mut redis, &loop_shared, cycles, &mut draws);
         (nodes, redis, kills)
     })

@@ -252,11 +252,13 @@ pub fn measure(
         }
         Ok(r)
     };
-    // Step 0 warms both sides up and is not reported.
+    // Step 0 warms both sides up at the first fixed rate and is not
+    // reported: the set-up's last work (socket buffers growing, first
+    // allocations) lands in it rather than in the first measured step.
     let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
     let last = shape.fixed_rates.last().copied().unwrap_or(first);
-    let mut warm = plan(0, first / 10.0);
-    warm.duration = Duration::from_secs(1);
+    let mut warm = plan(0, first);
+    warm.duration = Duration::from_secs(2);
     crate::publisher::run(&warm)?;
     std::thread::sleep(Duration::from_millis(300));
     let mut fixed = Vec::new();
@@ -433,6 +435,13 @@ fn alone(ctx: &Ctx, who: Contender, scenario: &str, key: &str) -> Result<(), Ben
 /// Scenario 1: channel fan-out on Bubble.
 pub fn scenario_fanout(ctx: &Ctx) -> Result<(), BenchError> {
     alone(ctx, Contender::BubblePubb, "fanout", "bubble")
+}
+
+/// Thread fan-out (the headline's shape, as appends) on Bubble's `store`
+/// alone.
+pub fn scenario_fanout_threads(ctx: &Ctx, store: Store<'static>) -> Result<(), BenchError> {
+    let scenario = format!("fanout-threads-{}", store.name());
+    alone(ctx, Contender::BubbleThreads(store), &scenario, "bubble")
 }
 
 /// Channel fan-out on nchan alone.

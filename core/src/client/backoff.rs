@@ -5,21 +5,28 @@
 /// SplitMix64: small, fast, and simple to reproduce in other languages
 /// (the JavaScript client draws the same numbers from the same seed).
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64 {
+pub struct SplitMix64 {
     state: u64,
 }
 
 impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> SplitMix64 {
+    /// The generator that starts from `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }
 
-    pub(crate) fn next(&mut self) -> u64 {
+    /// The next draw.
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// A draw below `n` (`n` > 0), by remainder.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
     }
 }
 
@@ -31,7 +38,7 @@ pub(crate) fn delay(rng: &mut SplitMix64, base_ms: u64, cap_ms: u64, attempt: u3
         .min(cap_ms)
         .max(1);
     let half = ceiling / 2;
-    half + rng.next() % (ceiling - half + 1)
+    half + rng.next_u64() % (ceiling - half + 1)
 }
 
 /// The idempotency key of the client's `n`th append: the client's nonce
@@ -48,8 +55,8 @@ mod tests {
     fn splitmix_reference_values() {
         // The published SplitMix64 sequence for seed 0 begins so.
         let mut rng = SplitMix64::new(0);
-        assert_eq!(rng.next(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(rng.next(), 0x6E78_9E6A_A1B9_65F4);
+        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
     }
 
     #[test]

@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 use crate::ids::{Millis, ThreadId};
 
 use appends::{Appends, PendingAppend, Stage};
-use backoff::SplitMix64;
+pub use backoff::SplitMix64;
 use frames::ServerFrame;
 pub use io::{
     AppendId, ClientConfig, ClientInput, ClientMisuse, ClientOutput, ConnectionState, RemoteError,
@@ -101,7 +101,7 @@ impl Client {
     /// idempotency keys: give every client a different, random one.
     pub fn new(config: ClientConfig, seed: u64) -> Client {
         let mut rng = SplitMix64::new(seed);
-        let nonce = rng.next();
+        let nonce = rng.next_u64();
         let token = config.token.clone();
         let mut client = Client {
             config,

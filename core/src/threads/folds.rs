@@ -9,7 +9,8 @@
 //! dropped with the thread when the thread cache evicts it, or when the
 //! folds together pass `limits.fold_cache_bytes` (least recently read
 //! first). A fold past `limits.max_fold_bytes` is replaced by a marker:
-//! its route answers `413` without folding it again.
+//! its route answers `413` without folding it again. The route's body is
+//! serialized once per change of the fold, not once per read.
 
 use std::collections::HashMap;
 
@@ -20,8 +21,26 @@ use crate::model::StoredEvent;
 
 #[derive(Debug)]
 enum Entry {
-    Live { fold: MessageFold, used: u64 },
+    Live {
+        fold: MessageFold,
+        used: u64,
+        /// The serialized fold, until the fold moves.
+        body: Option<String>,
+    },
     TooLarge,
+}
+
+impl Entry {
+    /// The bytes this entry counts against the budget: the folded events
+    /// and the serialized body kept beside them.
+    fn held(&self) -> usize {
+        match self {
+            Entry::Live { fold, body, .. } => {
+                fold.folded_bytes() + body.as_ref().map_or(0, String::len)
+            }
+            Entry::TooLarge => 0,
+        }
+    }
 }
 
 /// The folds, and the bytes they hold together.
@@ -41,8 +60,9 @@ impl Folds {
         match self.entries.entry(id.clone()).or_insert(Entry::Live {
             fold: MessageFold::new(),
             used: tick,
+            body: None,
         }) {
-            Entry::Live { fold, used } => {
+            Entry::Live { fold, used, .. } => {
                 *used = tick;
                 Some(fold.through_seq())
             }
@@ -58,11 +78,14 @@ impl Folds {
         events: impl IntoIterator<Item = &'a StoredEvent>,
         limits: &Limits,
     ) -> bool {
-        let Some(Entry::Live { fold, .. }) = self.entries.get_mut(id) else {
+        let Some(entry) = self.entries.get_mut(id) else {
+            return false;
+        };
+        let before = entry.held();
+        let Entry::Live { fold, body, .. } = entry else {
             return false;
         };
         let start = fold.through_seq();
-        let before = fold.folded_bytes();
         for event in events {
             if event.seq <= fold.through_seq() {
                 continue;
@@ -73,12 +96,17 @@ impl Folds {
                 break;
             }
         }
-        let (moved, after) = (fold.through_seq() > start, fold.folded_bytes());
-        self.bytes = self.bytes + after - before;
-        if after > limits.max_fold_bytes {
-            self.bytes -= after;
-            self.entries.insert(id.clone(), Entry::TooLarge);
+        let (moved, too_large) = (
+            fold.through_seq() > start,
+            fold.folded_bytes() > limits.max_fold_bytes,
+        );
+        if moved {
+            *body = None;
         }
+        if too_large {
+            *entry = Entry::TooLarge;
+        }
+        self.bytes = self.bytes + entry.held() - before;
         self.bound(id, limits.fold_cache_bytes);
         moved
     }
@@ -92,12 +120,28 @@ impl Folds {
         }
     }
 
-    /// The route's body for `id`: `{"messages":[…],"throughSeq":n}`.
-    pub(crate) fn body(&self, id: &ThreadId) -> Option<String> {
-        match self.entries.get(id)? {
-            Entry::Live { fold, .. } => Some(fold.to_json()),
-            Entry::TooLarge => None,
-        }
+    /// Whether `id` has a fold within bounds.
+    pub(crate) fn is_live(&self, id: &ThreadId) -> bool {
+        matches!(self.entries.get(id), Some(Entry::Live { .. }))
+    }
+
+    /// The route's body for `id`: `{"messages":[…],"throughSeq":n}`,
+    /// serialized when the fold moved since the last read.
+    pub(crate) fn body(&mut self, id: &ThreadId, limits: &Limits) -> Option<String> {
+        let Entry::Live { fold, body, .. } = self.entries.get_mut(id)? else {
+            return None;
+        };
+        let text = match body {
+            Some(text) => text.clone(),
+            None => {
+                let text = fold.to_json();
+                self.bytes += text.len();
+                *body = Some(text.clone());
+                self.bound(id, limits.fold_cache_bytes);
+                text
+            }
+        };
+        Some(text)
     }
 
     /// Keeps only the folds of threads `keep` names.
@@ -105,8 +149,8 @@ impl Folds {
         let mut dropped = 0;
         self.entries.retain(|id, entry| {
             let kept = keep(id);
-            if let (false, Entry::Live { fold, .. }) = (kept, &*entry) {
-                dropped += fold.folded_bytes();
+            if !kept {
+                dropped += entry.held();
             }
             kept
         });
@@ -124,7 +168,7 @@ impl Folds {
             .iter()
             .filter(|(id, _)| *id != keep)
             .filter_map(|(id, e)| match e {
-                Entry::Live { fold, used } => Some((*used, fold.folded_bytes(), id.clone())),
+                Entry::Live { used, .. } => Some((*used, e.held(), id.clone())),
                 Entry::TooLarge => None,
             })
             .collect();

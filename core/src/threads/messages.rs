@@ -43,13 +43,13 @@ impl Threads {
                 break;
             }
             let events = self.fold_page(id, through + 1, durable, page)?;
-            if !self.folds.extend(id, &events, cx.limits) && self.folds.body(id).is_some() {
+            if !self.folds.extend(id, &events, cx.limits) && self.folds.is_live(id) {
                 return Err(BubbleError::Internal.into());
             }
         }
         let body = self
             .folds
-            .body(id)
+            .body(id, cx.limits)
             .ok_or_else(|| too_large(id, cx.limits.max_fold_bytes))?;
         Ok(HttpResponse::json(200, body))
     }
