@@ -7,6 +7,10 @@
 //! A connection-level failure (an I/O error, a connection the server
 //! closed, no answer in time) drops the connection: the call that met it
 //! returns [`StoreError::Unavailable`] and the next call connects again.
+//! A call that failed so on a connection reused without a check (used
+//! within [`IDLE_CHECK`]: the database may have restarted since) runs once
+//! more on a new connection when its caller says nothing was applied, so a
+//! stale connection does not cost a client a `503`.
 //! Connecting gives up after [`CONNECT_TIMEOUT`] and a whole call after
 //! [`CALL_TIMEOUT`], so a database that is down or stopped answering
 //! never blocks a thread for good.
@@ -109,12 +113,15 @@ impl Session {
     /// Runs `op` on the connection, connecting first when there is none,
     /// and blocks until it finishes or [`CALL_TIMEOUT`] passes. The
     /// connection is dropped when `op` fails with
-    /// [`StoreError::Unavailable`] or takes too long. Must not be called
-    /// from inside an async runtime.
+    /// [`StoreError::Unavailable`] or takes too long; when that connection
+    /// was reused without a check and `unapplied` says the failed attempt
+    /// applied nothing, `op` runs once more on a new connection. Must not
+    /// be called from inside an async runtime.
     pub(super) fn run<T>(
         &mut self,
         what: &str,
-        op: impl AsyncFnOnce(&mut PgConnection) -> Result<T, StoreError>,
+        unapplied: impl Fn() -> bool,
+        op: impl AsyncFn(&mut PgConnection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let Session {
             conn,
@@ -126,24 +133,21 @@ impl Session {
             return Err(StoreError::Failed("the session is closed".into()));
         };
         runtime.block_on(async {
-            let live = match conn.take() {
+            let (live, unchecked) = match conn.take() {
                 Some(mut live) if last_used.elapsed() > IDLE_CHECK => {
                     match tokio::time::timeout(CONNECT_TIMEOUT, live.ping()).await {
-                        Ok(Ok(())) => live,
-                        _ => connect(options).await?,
+                        Ok(Ok(())) => (live, false),
+                        _ => (connect(options).await?, false),
                     }
                 }
-                Some(live) => live,
-                None => connect(options).await?,
+                Some(live) => (live, true),
+                None => (connect(options).await?, false),
             };
-            let live = conn.insert(live);
-            let result = match tokio::time::timeout(CALL_TIMEOUT, op(live)).await {
-                Ok(result) => result,
-                Err(_) => Err(StoreError::Unavailable(format!(
-                    "{what}: no answer within {}s",
-                    CALL_TIMEOUT.as_secs()
-                ))),
-            };
+            let mut result = attempt(what, conn.insert(live), &op).await;
+            if unchecked && matches!(result, Err(StoreError::Unavailable(_))) && unapplied() {
+                *conn = None;
+                result = attempt(what, conn.insert(connect(options).await?), &op).await;
+            }
             if matches!(result, Err(StoreError::Unavailable(_))) {
                 *conn = None;
             } else {
@@ -163,6 +167,21 @@ impl Drop for Session {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
+    }
+}
+
+/// One run of `op` on `live`, given up after [`CALL_TIMEOUT`].
+async fn attempt<T>(
+    what: &str,
+    live: &mut PgConnection,
+    op: &impl AsyncFn(&mut PgConnection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(CALL_TIMEOUT, op(live)).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "{what}: no answer within {}s",
+            CALL_TIMEOUT.as_secs()
+        ))),
     }
 }
 
