@@ -113,10 +113,11 @@ impl Session {
     /// Runs `op` on the connection, connecting first when there is none,
     /// and blocks until it finishes or [`CALL_TIMEOUT`] passes. The
     /// connection is dropped when `op` fails with
-    /// [`StoreError::Unavailable`] or takes too long; when that connection
-    /// was reused without a check and `unapplied` says the failed attempt
-    /// applied nothing, `op` runs once more on a new connection. Must not
-    /// be called from inside an async runtime.
+    /// [`StoreError::Unavailable`] or takes too long; when `op` met a
+    /// failed connection (not a timeout) that was reused without a check
+    /// and `unapplied` says the failed attempt applied nothing, `op` runs
+    /// once more on a new connection. Must not be called from inside an
+    /// async runtime.
     pub(super) fn run<T>(
         &mut self,
         what: &str,
@@ -144,10 +145,11 @@ impl Session {
                 None => (connect(options).await?, false),
             };
             let mut result = attempt(what, conn.insert(live), &op).await;
-            if unchecked && matches!(result, Err(StoreError::Unavailable(_))) && unapplied() {
+            if unchecked && matches!(result, Err(Failure::Lost(_))) && unapplied() {
                 *conn = None;
                 result = attempt(what, conn.insert(connect(options).await?), &op).await;
             }
+            let result = result.map_err(StoreError::from);
             if matches!(result, Err(StoreError::Unavailable(_))) {
                 *conn = None;
             } else {
@@ -170,15 +172,36 @@ impl Drop for Session {
     }
 }
 
+/// How one attempt of a call failed.
+enum Failure {
+    /// The connection failed ([`StoreError::Unavailable`]).
+    Lost(String),
+    /// No answer within [`CALL_TIMEOUT`]: a slow database is not asked again.
+    TimedOut(String),
+    /// Any other error.
+    Other(StoreError),
+}
+
+impl From<Failure> for StoreError {
+    fn from(failure: Failure) -> StoreError {
+        match failure {
+            Failure::Lost(e) | Failure::TimedOut(e) => StoreError::Unavailable(e),
+            Failure::Other(e) => e,
+        }
+    }
+}
+
 /// One run of `op` on `live`, given up after [`CALL_TIMEOUT`].
 async fn attempt<T>(
     what: &str,
     live: &mut PgConnection,
     op: &impl AsyncFn(&mut PgConnection) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
+) -> Result<T, Failure> {
     match tokio::time::timeout(CALL_TIMEOUT, op(live)).await {
-        Ok(result) => result,
-        Err(_) => Err(StoreError::Unavailable(format!(
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(StoreError::Unavailable(e))) => Err(Failure::Lost(e)),
+        Ok(Err(e)) => Err(Failure::Other(e)),
+        Err(_) => Err(Failure::TimedOut(format!(
             "{what}: no answer within {}s",
             CALL_TIMEOUT.as_secs()
         ))),
