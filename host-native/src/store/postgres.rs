@@ -62,11 +62,9 @@ impl PostgresStore {
     pub fn open(url: &str, schema: &str) -> Result<PostgresStore, StoreError> {
         postgres_url::check_schema(schema).map_err(|e| StoreError::Failed(e.to_string()))?;
         let mut session = Session::new(connect_options(url, schema)?)?;
-        session.run(
-            "opening the store",
-            || true,
-            async |conn| prepare(conn, schema).await,
-        )?;
+        session.run("opening the store", async |conn| {
+            prepare(conn, schema).await
+        })?;
         Ok(PostgresStore {
             session: Mutex::new(session),
         })
@@ -86,11 +84,9 @@ impl PostgresStore {
         &mut self,
         threads: &[ThreadId],
     ) -> Result<Vec<(ThreadId, Committed)>, StoreError> {
-        self.session_mut().run(
-            "reading versions",
-            || true,
-            async |conn| postgres_read::versions(conn, threads).await,
-        )
+        self.session_mut().run("reading versions", async |conn| {
+            postgres_read::versions(conn, threads).await
+        })
     }
 
     fn session(&self) -> std::sync::MutexGuard<'_, Session> {
@@ -107,40 +103,30 @@ impl PostgresStore {
 impl PostgresReader {
     /// Answers one of the engine's reads.
     pub fn read(&mut self, query: &ReadQuery) -> Result<ReadResult, StoreError> {
-        self.session.run(
-            "read",
-            || true,
-            async |conn| postgres_read::read(conn, query).await,
-        )
+        self.session
+            .run("read", async |conn| postgres_read::read(conn, query).await)
     }
 
     /// A trivial query: the store answers.
     pub fn probe(&mut self) -> Result<(), StoreError> {
-        self.session.run(
-            "probe",
-            || true,
-            async |conn| {
-                conn.execute("SELECT 1")
-                    .await
-                    .map(drop)
-                    .map_err(sql_err("probe"))
-            },
-        )
+        self.session.run("probe", async |conn| {
+            conn.execute("SELECT 1")
+                .await
+                .map(drop)
+                .map_err(sql_err("probe"))
+        })
     }
 }
 
 impl Backend for PostgresStore {
     fn read(&self, query: &ReadQuery) -> Result<ReadResult, StoreError> {
-        self.session().run(
-            "read",
-            || true,
-            async |conn| postgres_read::read(conn, query).await,
-        )
+        self.session()
+            .run("read", async |conn| postgres_read::read(conn, query).await)
     }
 
     fn apply(&mut self, batches: &[&Batch]) -> Result<Vec<Vec<ThreadId>>, StoreError> {
         let committing = Cell::new(false);
-        let applied = self.session_mut().run(
+        let applied = self.session_mut().run_unless_applied(
             "commit",
             || !committing.get(),
             async |conn| postgres_write::apply(conn, batches, &committing).await,
@@ -239,11 +225,11 @@ impl PostgresStore {
             through_seq: seq,
             limit: 1,
         };
-        let read = self.session_mut().run(
-            "reading back an event",
-            || true,
-            async |conn| postgres_read::read(conn, &query).await,
-        )?;
+        let read = self
+            .session_mut()
+            .run("reading back an event", async |conn| {
+                postgres_read::read(conn, &query).await
+            })?;
         Ok(matches!(read, ReadResult::Events(events)
             if events.first().is_some_and(|e| e.json == json)))
     }

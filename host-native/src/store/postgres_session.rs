@@ -110,6 +110,17 @@ impl Session {
         Session::new(self.options.clone())
     }
 
+    /// Runs `op`, which changes nothing when it fails, on the connection:
+    /// [`run_unless_applied`](Session::run_unless_applied) with every
+    /// failed attempt safe to run again.
+    pub(super) fn run<T>(
+        &mut self,
+        what: &str,
+        op: impl AsyncFn(&mut PgConnection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.run_unless_applied(what, || true, op)
+    }
+
     /// Runs `op` on the connection, connecting first when there is none,
     /// and blocks until it finishes or [`CALL_TIMEOUT`] passes. The
     /// connection is dropped when `op` fails with
@@ -118,7 +129,7 @@ impl Session {
     /// and `unapplied` says the failed attempt applied nothing, `op` runs
     /// once more on a new connection. Must not be called from inside an
     /// async runtime.
-    pub(super) fn run<T>(
+    pub(super) fn run_unless_applied<T>(
         &mut self,
         what: &str,
         unapplied: impl Fn() -> bool,
