@@ -62,4 +62,8 @@ pub struct ServeArgs {
     /// the cores, at most 8].
     #[arg(long, env = "BUBBLE_IO_THREADS", value_name = "N")]
     pub io_threads: Option<usize>,
+    /// Submit the engine's socket writes of a turn as one io_uring batch
+    /// when the kernel offers it (false: one send each) [default: true].
+    #[arg(long, env = "BUBBLE_IO_URING", value_name = "BOOL")]
+    pub io_uring: Option<bool>,
 }

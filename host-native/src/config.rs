@@ -36,6 +36,9 @@ pub struct Settings {
     /// Threads that write the sockets a fan-out queued to; 0: the engine's
     /// thread writes them; `None`: chosen from the machine's cores.
     pub io_threads: Option<usize>,
+    /// Whether the engine's thread submits a turn's socket writes as one
+    /// `io_uring` batch (when the kernel offers it); `None`: yes.
+    pub io_uring: Option<bool>,
     /// Where the JWKS driver's keys come from (`[auth.jwks]`).
     pub jwks: Option<JwksSource>,
     /// How Pusher webhooks are delivered (`[webhooks]`).
@@ -137,6 +140,7 @@ struct FileConfig {
     ws_path: Option<String>,
     www: Option<PathBuf>,
     io_threads: Option<usize>,
+    io_uring: Option<bool>,
     #[serde(default)]
     admins: Vec<String>,
     #[serde(default)]
@@ -515,6 +519,7 @@ impl Settings {
             dev,
             cluster,
             io_threads: args.io_threads.or(file.io_threads),
+            io_uring: args.io_uring.or(file.io_uring),
             jwks: jwks_source,
             webhooks,
         })

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::driver::table::ConnIds;
-use crate::driver::{self, Command, Home};
+use crate::driver::{self, Command, Home, Writing};
 use crate::http::{self, Host};
 use crate::persist::Stats;
 use crate::store;
@@ -62,7 +62,7 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), ServeError> {
+async fn serve(settings: Settings, home: Home, writing: Writing) -> Result<(), ServeError> {
     let opened = store::open(&settings.store, READ_CONNECTIONS).map_err(|e| match e {
         store::OpenError::Locked(e) => ServeError::StoreLocked(e),
         store::OpenError::Store(e) => ServeError::Store(e),
@@ -78,7 +78,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
     let running = driver::spawn(
         home,
         conn_ids.clone(),
-        io_threads,
+        writing,
         settings.engine.clone(),
         opened.engine,
         stats,
@@ -114,7 +114,7 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
 
     let signals = Signals::catch();
     let base = format!("http://{addr}");
-    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads, "listening");
+    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads = writing.io_threads, io_uring = writing.io_uring, "listening");
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
@@ -163,21 +163,24 @@ async fn serve(settings: Settings, home: Home, io_threads: usize) -> Result<(), 
 pub fn run(settings: Settings) -> Result<(), ServeError> {
     raise_open_files_limit();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let io_threads = settings
-        .io_threads
-        .unwrap_or_else(|| default_io_threads(cores));
+    let writing = Writing {
+        io_threads: settings
+            .io_threads
+            .unwrap_or_else(|| default_io_threads(cores)),
+        io_uring: settings.io_uring.unwrap_or(true),
+    };
     if cores == 1 {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(io("starting the runtime"))?;
-        tokio::task::LocalSet::new().block_on(&runtime, serve(settings, Home::Local, io_threads))
+        tokio::task::LocalSet::new().block_on(&runtime, serve(settings, Home::Local, writing))
     } else {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .map_err(io("starting the runtime"))?;
-        runtime.block_on(serve(settings, Home::Thread, io_threads))
+        runtime.block_on(serve(settings, Home::Thread, writing))
     }
 }
 

@@ -76,6 +76,28 @@ enum Mode {
 /// Submission slots of the `uring` mode's ring.
 const RING_ENTRIES: u32 = 4096;
 
+/// The `uring` mode's ring: one thread submits, completions are posted
+/// when it asks, and the sockets are registered descriptors.
+fn uring() -> io::Result<io_uring::IoUring> {
+    let ring = io_uring::IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(RING_ENTRIES)?;
+    // Connection `i` sends through registered slot `i`: as many slots as
+    // the process may open descriptors.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid `rlimit` for the call to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let slots = limit.rlim_cur.min(65_536) as u32;
+    ring.submitter().register_files_sparse(slots)?;
+    Ok(ring)
+}
+
 /// Command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -506,7 +528,7 @@ impl Server {
             subs: Vec::new(),
             frame: Vec::new(),
             ring: match mode {
-                Mode::Uring => Some(io_uring::IoUring::new(RING_ENTRIES)?),
+                Mode::Uring => Some(uring()?),
                 Mode::Write | Mode::Writev => None,
             },
             scratch: vec![0; READ_CHUNK],
@@ -568,6 +590,16 @@ impl Server {
             self.free.push(index);
             return;
         }
+        if let Some(ring) = &self.ring {
+            let fd = stream.as_raw_fd();
+            if ring
+                .submitter()
+                .register_files_update(index as u32, &[fd])
+                .is_err()
+            {
+                eprintln!("bubble-floor: too many connections for the ring");
+            }
+        }
         let conn = Some(Conn::new(stream));
         if index == self.conns.len() {
             self.conns.push(conn);
@@ -581,6 +613,10 @@ impl Server {
         let Some(conn) = self.conns.get_mut(t).and_then(Option::take) else {
             return;
         };
+        if let Some(ring) = &self.ring {
+            // The ring's reference would keep the socket open.
+            let _ = ring.submitter().register_files_update(t as u32, &[-1]);
+        }
         if let Some(Sub { chan, slot }) = conn.sub {
             let list = &mut self.subs[chan];
             list.swap_remove(slot);
@@ -756,7 +792,7 @@ impl Server {
                     continue;
                 }
                 let entry = io_uring::opcode::Send::new(
-                    io_uring::types::Fd(conn.stream.as_raw_fd()),
+                    io_uring::types::Fixed(s as u32),
                     self.frame.as_ptr(),
                     self.frame.len() as u32,
                 )

@@ -14,7 +14,7 @@
 //! keeps the bytes in order. The queue is bounded in frames (queued or being
 //! written); a full queue is a slow consumer.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
@@ -248,15 +248,67 @@ impl Outbound {
     /// Writes the queue from the engine's thread unless the socket's task
     /// is writing; what the kernel does not take goes to the task.
     fn flush(&self) {
+        if let Some(flushing) = self.begin_flush() {
+            flushing.send_now();
+        }
+    }
+
+    /// Starts a flush from the engine's thread: the locked queue, unless
+    /// the socket's task is writing or nothing is queued.
+    fn begin_flush(&self) -> Option<Flushing<'_>> {
         let mut state = self.lock();
         state.due = false;
         if state.task_writes || state.kill.is_some() || state.bytes.is_empty() {
-            return;
+            return None;
         }
-        let Some(fd) = state.fd.as_ref() else {
-            return;
+        state.fd.as_ref()?;
+        Some(Flushing { state })
+    }
+
+    /// The descriptor the engine writes through, while the socket is open.
+    fn raw_fd(&self) -> Option<RawFd> {
+        self.lock().fd.as_ref().map(|fd| fd.as_raw_fd())
+    }
+
+    fn kill(&self, code: u16) {
+        let mut state = self.lock();
+        // The first code wins: a later shutdown does not relabel a slow consumer.
+        if state.kill.is_none() {
+            state.kill = Some(code);
+        }
+        state.bytes = Vec::new();
+        state.queued = 0;
+        state.wake();
+    }
+}
+
+/// A flush under way: the socket's queue, locked until [`finish`]
+/// applies what the kernel took, so nothing changes the bytes being sent.
+///
+/// [`finish`]: Flushing::finish
+pub(crate) struct Flushing<'a> {
+    state: MutexGuard<'a, State>,
+}
+
+impl Flushing<'_> {
+    /// The bytes to send.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.state.bytes
+    }
+
+    /// Sends the bytes with one non-blocking `send` and finishes.
+    pub(crate) fn send_now(self) {
+        let sent = match self.state.fd.as_ref() {
+            Some(fd) => send_now(fd.as_ref(), &self.state.bytes),
+            None => Sent::Failed,
         };
-        match send_now(fd.as_ref(), &state.bytes) {
+        self.finish(sent);
+    }
+
+    /// Applies what the kernel took: the rest goes to the socket's task.
+    pub(crate) fn finish(mut self, sent: Sent) {
+        let state = &mut self.state;
+        match sent {
             Sent::All => {
                 state.bytes.clear();
                 state.queued = 0;
@@ -270,17 +322,6 @@ impl Outbound {
             }
             Sent::Failed => state.hand_over(),
         }
-    }
-
-    fn kill(&self, code: u16) {
-        let mut state = self.lock();
-        // The first code wins: a later shutdown does not relabel a slow consumer.
-        if state.kill.is_none() {
-            state.kill = Some(code);
-        }
-        state.bytes = Vec::new();
-        state.queued = 0;
-        state.wake();
     }
 }
 
@@ -313,6 +354,17 @@ impl ConnHandle {
     /// Writes what is queued, at the end of the engine's turn.
     pub(crate) fn flush(&self) {
         self.out.flush();
+    }
+
+    /// Starts a flush whose send the caller makes (a batched submission):
+    /// `None` when there is nothing for the engine to write.
+    pub(crate) fn begin_flush(&self) -> Option<Flushing<'_>> {
+        self.out.begin_flush()
+    }
+
+    /// The socket's descriptor, while it is open.
+    pub(crate) fn raw_fd(&self) -> Option<RawFd> {
+        self.out.raw_fd()
     }
 
     /// Closes the socket now, dropping whatever is queued.

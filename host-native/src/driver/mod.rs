@@ -26,6 +26,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 pub(crate) mod conn;
 pub(crate) mod table;
+mod uring;
 mod writers;
 
 use crate::config::WebhookSettings;
@@ -235,12 +236,22 @@ pub(crate) struct Services<'a> {
     pub(crate) webhooks: &'a WebhookSettings,
 }
 
+/// How the sockets a turn queued frames to are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Writing {
+    /// Writer threads; 0: the engine's own thread writes.
+    pub(crate) io_threads: usize,
+    /// With no writer threads, submit a turn's sends as one `io_uring`
+    /// batch when the kernel offers it.
+    pub(crate) io_uring: bool,
+}
+
 /// Starts the engine at `home` and, unless the store is answered inline
 /// (memory), the persistence worker and the reader threads.
 pub(crate) fn spawn(
     home: Home,
     ids: Arc<ConnIds>,
-    io_threads: usize,
+    writing: Writing,
     config: Config,
     store: crate::store::EngineStore,
     stats: Arc<Stats>,
@@ -279,9 +290,24 @@ pub(crate) fn spawn(
     let keys = KeyFetcher::new(jwks, tokio::runtime::Handle::current(), inbox_tx.clone());
     let build = move || {
         let engine = Engine::new(config, seed);
-        let writers = match io_threads {
+        let writers = match writing.io_threads {
             0 => None,
             n => Some(Writers::start(n)?),
+        };
+        // The engine's own thread writes the sockets: through a ring if
+        // the kernel offers one (and it is not turned off).
+        let ring = match (&writers, writing.io_uring) {
+            (None, true) => match uring::Ring::new() {
+                Ok(ring) => {
+                    tracing::info!("the engine writes sockets through io_uring");
+                    Some(ring)
+                }
+                Err(error) => {
+                    tracing::info!(%error, "io_uring unavailable: the engine writes sockets with send");
+                    None
+                }
+            },
+            _ => None,
         };
         let outside = Outside {
             broker,
@@ -290,7 +316,7 @@ pub(crate) fn spawn(
         };
         let driver = Driver::new(
             engine,
-            Table::new(ids),
+            Table::new(ids, ring),
             persister,
             reads,
             stats,
@@ -697,21 +723,19 @@ impl Driver {
     }
 
     /// Writes every socket queued to this turn, or hands them to the
-    /// writer threads: one system call each, however many frames the turn
-    /// queued for it.
+    /// writer threads: one `send` each (one submission for all of them
+    /// with a ring), however many frames the turn queued for it.
     fn flush_sockets(&mut self) {
-        let due = self
-            .due
-            .drain(..)
-            .filter_map(|conn| Some((conn, self.conns.get(conn)?)));
         match &mut self.writers {
             Some(writers) => {
-                for (conn, handle) in due {
-                    writers.stage(conn, handle);
+                for conn in self.due.drain(..) {
+                    if let Some(handle) = self.conns.get(conn) {
+                        writers.stage(conn, handle);
+                    }
                 }
                 writers.submit();
             }
-            None => due.for_each(|(_, handle)| handle.flush()),
+            None => self.conns.flush(self.due.drain(..)),
         }
     }
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bubble_core::ConnId;
 
 use super::conn::ConnHandle;
+use super::uring::Ring;
 
 /// Hands out connection ids (the socket tasks) and takes back the slots
 /// of sockets that left the table (the engine task).
@@ -61,27 +62,39 @@ impl ConnIds {
     }
 }
 
-/// The engine task's open sockets, by slot.
+/// The engine task's open sockets, by slot, and the ring that writes them.
 pub(super) struct Table {
     ids: Arc<ConnIds>,
-    slots: Vec<Option<(ConnId, ConnHandle)>>,
+    slots: Vec<Option<Entry>>,
     open: usize,
+    /// Writes a turn's sockets in one submission; `None`: one `send` each.
+    ring: Option<Ring>,
+}
+
+/// One open socket.
+struct Entry {
+    conn: ConnId,
+    handle: ConnHandle,
+    /// Registered with the ring under its slot.
+    registered: bool,
 }
 
 impl Table {
-    /// An empty table whose ids come from `ids`.
-    pub(super) fn new(ids: Arc<ConnIds>) -> Table {
+    /// An empty table whose ids come from `ids`, writing through `ring`
+    /// when there is one.
+    pub(super) fn new(ids: Arc<ConnIds>, ring: Option<Ring>) -> Table {
         Table {
             ids,
             slots: Vec::new(),
             open: 0,
+            ring,
         }
     }
 
     /// The open socket `conn`.
     pub(super) fn get(&self, conn: ConnId) -> Option<&ConnHandle> {
         match self.slots.get(slot(conn)) {
-            Some(Some((id, handle))) if *id == conn => Some(handle),
+            Some(Some(entry)) if entry.conn == conn => Some(&entry.handle),
             _ => None,
         }
     }
@@ -97,21 +110,34 @@ impl Table {
         if self.slots.len() <= slot {
             self.slots.resize_with(slot + 1, || None);
         }
-        if self.slots[slot].replace((conn, handle)).is_none() {
+        let registered = match (&self.ring, handle.raw_fd()) {
+            (Some(ring), Some(fd)) => ring.register(slot, fd),
+            _ => false,
+        };
+        let entry = Entry {
+            conn,
+            handle,
+            registered,
+        };
+        if self.slots[slot].replace(entry).is_none() {
             self.open += 1;
         }
     }
 
     /// Takes `conn` out of the table, freeing its slot.
     pub(super) fn remove(&mut self, conn: ConnId) -> Option<ConnHandle> {
-        let entry = self.slots.get_mut(slot(conn))?;
-        if entry.as_ref().is_none_or(|(id, _)| *id != conn) {
+        let at = slot(conn);
+        let entry = self.slots.get_mut(at)?;
+        if entry.as_ref().is_none_or(|e| e.conn != conn) {
             return None;
         }
-        let (_, handle) = entry.take()?;
+        let entry = entry.take()?;
+        if let (true, Some(ring)) = (entry.registered, &self.ring) {
+            ring.unregister(at);
+        }
         self.open -= 1;
         self.ids.release(conn);
-        Some(handle)
+        Some(entry.handle)
     }
 
     /// A socket that never entered the table gives its id back.
@@ -126,7 +152,44 @@ impl Table {
 
     /// The open sockets' ids.
     pub(super) fn ids(&self) -> Vec<ConnId> {
-        self.slots.iter().flatten().map(|(id, _)| *id).collect()
+        self.slots.iter().flatten().map(|e| e.conn).collect()
+    }
+
+    /// Writes what the engine queued to each of `due` (one `send` each, or
+    /// all of the registered ones in one submission).
+    pub(super) fn flush(&mut self, due: impl Iterator<Item = ConnId>) {
+        let Some(ring) = self.ring.as_mut() else {
+            for conn in due {
+                if let Some(handle) = self.get(conn) {
+                    handle.flush();
+                }
+            }
+            return;
+        };
+        let mut batch = Vec::new();
+        for conn in due {
+            let at = slot(conn);
+            let Some(Some(entry)) = self.slots.get(at) else {
+                continue;
+            };
+            if entry.conn != conn {
+                continue;
+            }
+            if !entry.registered {
+                entry.handle.flush();
+                continue;
+            }
+            if let Some(flushing) = entry.handle.begin_flush() {
+                batch.push((at as u32, flushing));
+            }
+        }
+        if let Err((error, unsent)) = ring.send_all(&mut batch) {
+            tracing::warn!(%error, "io_uring failed: writing sockets with send from now on");
+            for flushing in unsent {
+                flushing.send_now();
+            }
+            self.ring = None;
+        }
     }
 }
 
@@ -145,7 +208,7 @@ mod tests {
     #[test]
     fn a_freed_slot_comes_back_under_a_new_id_and_the_old_id_finds_nothing() {
         let ids = Arc::new(ConnIds::default());
-        let mut table = Table::new(ids.clone());
+        let mut table = Table::new(ids.clone(), None);
         let (a, b) = (ids.next(), ids.next());
         assert_ne!(a, b);
         table.insert(a, handle());
@@ -171,7 +234,7 @@ mod tests {
     #[test]
     fn an_id_that_never_entered_the_table_is_given_back() {
         let ids = Arc::new(ConnIds::default());
-        let table = Table::new(ids.clone());
+        let table = Table::new(ids.clone(), None);
         let a = ids.next();
         table.forget(a);
         let b = ids.next();

@@ -1,7 +1,10 @@
-//! Fan-out written by writer threads (`io_threads`): every subscriber still
-//! gets every frame once, whole and in order, on both protocols, while
-//! frames for one socket are queued by the engine and written by another
-//! thread.
+//! Fan-out written each way the server can write its sockets: by the
+//! engine's thread through one `io_uring` submission per turn (the default
+//! on Linux), by the engine's thread with one `send` per socket
+//! (`io_uring = false`), and by writer threads (`io_threads`), where frames
+//! for one socket are queued by the engine and written by another thread.
+//! Every way, every subscriber gets every frame once, whole and in order,
+//! on both protocols.
 
 mod channels_common;
 
@@ -16,22 +19,45 @@ const SUBSCRIBERS: usize = 40;
 const CHANNELS: usize = 4;
 const PUBLISHES: usize = 150;
 
-fn config() -> String {
-    format!("io_threads = 3\n{TEST_CONFIG}")
+/// How the server under test writes its sockets.
+#[derive(Debug, Clone, Copy)]
+enum Writing {
+    /// The engine's thread, one `io_uring` submission per turn (the
+    /// default below 4 cores).
+    Ring,
+    /// The engine's thread, one `send` per socket.
+    Send,
+    /// Three writer threads.
+    WriterThreads,
 }
 
-fn started_with_writers(server: &Server) {
-    let logs = server.logs();
-    assert!(
-        logs.contains("io_threads=3"),
-        "the server says it runs 3 writers:\n{logs}"
-    );
+impl Writing {
+    fn config(self) -> String {
+        let line = match self {
+            Writing::Ring => "io_threads = 0\n",
+            Writing::Send => "io_threads = 0\nio_uring = false\n",
+            Writing::WriterThreads => "io_threads = 3\n",
+        };
+        format!("{line}{TEST_CONFIG}")
+    }
+
+    /// Checks in the server's log that it writes this way.
+    fn check(self, server: &Server) {
+        let logs = server.logs();
+        let ring = logs.contains("the engine writes sockets through io_uring");
+        let (says, ring_wanted) = match self {
+            Writing::Ring => ("io_threads=0", true),
+            Writing::Send => ("io_uring=false", false),
+            Writing::WriterThreads => ("io_threads=3", false),
+        };
+        assert!(logs.contains(says), "the server says {says}:\n{logs}");
+        assert_eq!(ring, ring_wanted, "{self:?} and the ring:\n{logs}");
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn channel_publications_arrive_once_in_order() {
-    let server = Server::start_with_store(&config(), Store::Memory);
-    started_with_writers(&server);
+async fn channel_publications_arrive_once_in_order(writing: Writing) {
+    let server = Server::start_with_store(&writing.config(), Store::Memory);
+    writing.check(&server);
     let mut sockets: Vec<(usize, Socket)> = Vec::new();
     for i in 0..SUBSCRIBERS {
         let mut socket = connect(&server).await;
@@ -82,10 +108,9 @@ async fn channel_publications_arrive_once_in_order() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thread_events_arrive_once_in_order() {
-    let server = Server::start(&config());
-    started_with_writers(&server);
+async fn thread_events_arrive_once_in_order(writing: Writing) {
+    let server = Server::start(&writing.config());
+    writing.check(&server);
     let alice = server.http(ALICE);
     create_thread(&alice, "writers").await;
     let mut sockets = Vec::new();
@@ -107,4 +132,34 @@ async fn thread_events_arrive_once_in_order() {
             assert_eq!(event["runId"], format!("run-{}", seq - 1));
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_publications_through_the_ring() {
+    channel_publications_arrive_once_in_order(Writing::Ring).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_publications_with_one_send_per_socket() {
+    channel_publications_arrive_once_in_order(Writing::Send).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_publications_through_writer_threads() {
+    channel_publications_arrive_once_in_order(Writing::WriterThreads).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_events_through_the_ring() {
+    thread_events_arrive_once_in_order(Writing::Ring).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_events_with_one_send_per_socket() {
+    thread_events_arrive_once_in_order(Writing::Send).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_events_through_writer_threads() {
+    thread_events_arrive_once_in_order(Writing::WriterThreads).await;
 }
