@@ -3,9 +3,10 @@
 //!
 //! The engine appends each frame's bytes as it decides them and, at the end
 //! of its turn, writes every socket it queued to with one non-blocking
-//! `send` from its own thread ([`ConnHandle::flush`]): a socket that keeps
-//! up costs one system call per engine turn, however many frames the turn
-//! queued for it, and no task wake-up. When the kernel does not take
+//! `send` from its own thread ([`ConnHandle::flush`], or [`Flushing`] when
+//! the sends of a turn go to the kernel together, see [`super::uring`]): a
+//! socket that keeps up costs one send per engine turn, however many
+//! frames the turn queued for it, and no task wake-up. When the kernel does not take
 //! everything (the peer reads slowly), the rest is handed to the socket's
 //! task, which waits for writability and writes the queue until it is
 //! empty, then hands writing back. The protocol layer's own replies (Pong,
