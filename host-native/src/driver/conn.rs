@@ -382,7 +382,7 @@ impl ConnHandle {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::io::Read;
     use std::os::unix::net::UnixStream;
@@ -396,7 +396,8 @@ mod tests {
         (handle, out, peer)
     }
 
-    fn read_all(peer: &mut UnixStream) -> Vec<u8> {
+    /// Everything the peer can read without blocking.
+    pub(in crate::driver) fn read_all(peer: &mut UnixStream) -> Vec<u8> {
         let mut got = Vec::new();
         let mut buf = [0u8; 64 * 1024];
         while let Ok(n @ 1..) = peer.read(&mut buf) {

@@ -71,6 +71,14 @@ pub(super) struct Table {
     ring: Option<Ring>,
 }
 
+/// The entry of the open socket `conn` in `slots`.
+fn entry(slots: &[Option<Entry>], conn: ConnId) -> Option<&Entry> {
+    match slots.get(slot(conn)) {
+        Some(Some(entry)) if entry.conn == conn => Some(entry),
+        _ => None,
+    }
+}
+
 /// One open socket.
 struct Entry {
     conn: ConnId,
@@ -93,10 +101,7 @@ impl Table {
 
     /// The open socket `conn`.
     pub(super) fn get(&self, conn: ConnId) -> Option<&ConnHandle> {
-        match self.slots.get(slot(conn)) {
-            Some(Some(entry)) if entry.conn == conn => Some(&entry.handle),
-            _ => None,
-        }
+        entry(&self.slots, conn).map(|entry| &entry.handle)
     }
 
     /// Whether `conn` is open.
@@ -168,22 +173,16 @@ impl Table {
         };
         let mut batch = Vec::new();
         for conn in due {
-            let at = slot(conn);
-            let Some(Some(entry)) = self.slots.get(at) else {
+            let Some(entry) = entry(&self.slots, conn) else {
                 continue;
             };
-            if entry.conn != conn {
-                continue;
-            }
             if !entry.registered {
                 entry.handle.flush();
-                continue;
-            }
-            if let Some(flushing) = entry.handle.begin_flush() {
-                batch.push((at as u32, flushing));
+            } else if let Some(flushing) = entry.handle.begin_flush() {
+                batch.push((slot(conn) as u32, flushing));
             }
         }
-        if let Err((error, unsent)) = ring.send_all(&mut batch) {
+        if let Err((error, unsent)) = ring.send_all(batch) {
             tracing::warn!(%error, "io_uring failed: writing sockets with send from now on");
             for flushing in unsent {
                 flushing.send_now();

@@ -26,6 +26,10 @@ const ENTRIES: u32 = 1024;
 /// process's descriptor limit): 256k slots of 8 bytes in the kernel. Sockets
 /// in slots beyond are written with plain `send`s.
 const MAX_SLOTS: u64 = 1 << 18;
+/// `MSG_DONTWAIT | MSG_NOSIGNAL`: complete at once, never raise `SIGPIPE`.
+const SEND_FLAGS: i32 = rustix::net::SendFlags::DONTWAIT
+    .union(rustix::net::SendFlags::NOSIGNAL)
+    .bits() as i32;
 
 /// A ring and its table of registered sockets.
 pub(crate) struct Ring {
@@ -74,15 +78,19 @@ impl Ring {
 
     /// Sends each flush's bytes on its registered slot, [`ENTRIES`] at a
     /// time, and finishes each with what the kernel took. An error of the
-    /// ring itself is returned with the flushes it did not send.
+    /// ring itself is returned with every flush it did not send, later
+    /// batches' included.
     pub(crate) fn send_all<'a>(
         &mut self,
-        flushes: &mut Vec<(u32, Flushing<'a>)>,
+        mut flushes: Vec<(u32, Flushing<'a>)>,
     ) -> Result<(), (io::Error, Vec<Flushing<'a>>)> {
         while !flushes.is_empty() {
-            let at = flushes.len().saturating_sub(ENTRIES as usize);
-            let batch: Vec<(u32, Flushing<'a>)> = flushes.drain(at..).collect();
-            self.send_batch(batch)?;
+            let rest = flushes.split_off(flushes.len().min(ENTRIES as usize));
+            if let Err((error, mut unsent)) = self.send_batch(flushes) {
+                unsent.extend(rest.into_iter().map(|(_, flushing)| flushing));
+                return Err((error, unsent));
+            }
+            flushes = rest;
         }
         Ok(())
     }
@@ -93,7 +101,6 @@ impl Ring {
         &mut self,
         batch: Vec<(u32, Flushing<'a>)>,
     ) -> Result<(), (io::Error, Vec<Flushing<'a>>)> {
-        let flags = libc_flags();
         let mut pending = 0;
         {
             let mut queue = self.ring.submission();
@@ -101,7 +108,7 @@ impl Ring {
                 let bytes = flushing.bytes();
                 let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
                 let send = opcode::Send::new(types::Fixed(*slot), bytes.as_ptr(), len)
-                    .flags(flags)
+                    .flags(SEND_FLAGS)
                     .build()
                     .user_data(i as u64);
                 // SAFETY: the bytes stay where they are, unchanged, until
@@ -157,14 +164,9 @@ impl Ring {
     }
 }
 
-/// `MSG_DONTWAIT | MSG_NOSIGNAL`: complete at once, never raise `SIGPIPE`.
-fn libc_flags() -> i32 {
-    let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
-    flags.bits() as i32
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::conn::tests::read_all;
     use super::super::conn::{ConnHandle, OutMsg, Outbound, Turn};
     use super::super::table::{ConnIds, Table};
     use super::*;
@@ -190,15 +192,6 @@ mod tests {
         let conn = ids.next();
         table.insert(conn, handle);
         (conn, out, peer)
-    }
-
-    fn read_all(peer: &mut UnixStream) -> Vec<u8> {
-        let mut got = Vec::new();
-        let mut buf = [0u8; 64 * 1024];
-        while let Ok(n @ 1..) = peer.read(&mut buf) {
-            got.extend_from_slice(&buf[..n]);
-        }
-        got
     }
 
     #[test]
