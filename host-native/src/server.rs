@@ -110,7 +110,6 @@ async fn serve(settings: Settings, home: Home, writing: Writing) -> Result<(), S
         settings.www.clone(),
         conn_ids,
     ));
-    let app = http::router(host.clone());
 
     let signals = Signals::catch();
     let base = format!("http://{addr}");
@@ -127,17 +126,14 @@ async fn serve(settings: Settings, home: Home, writing: Writing) -> Result<(), S
     let inbox = running.inbox.clone();
     let signalled = stop.clone();
     let listener = crate::ws::Accepting(listener);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<crate::ws::Peer>(),
-    )
-    .with_graceful_shutdown(async move {
-        signalled.cancelled().await;
-        tracing::info!("shutting down: closing sockets (1001, Pusher sockets 4200)");
-        let _ = inbox.send(Command::Shutdown).await;
-    })
-    .await
-    .map_err(io("serving"))?;
+    axum::serve(listener, http::Connections::new(host.clone()))
+        .with_graceful_shutdown(async move {
+            signalled.cancelled().await;
+            tracing::info!("shutting down: closing sockets (1001, Pusher sockets 4200)");
+            let _ = inbox.send(Command::Shutdown).await;
+        })
+        .await
+        .map_err(io("serving"))?;
 
     host.sockets.close();
     if tokio::time::timeout(SOCKET_DRAIN, host.sockets.wait())

@@ -735,7 +735,10 @@ impl Driver {
                 }
                 writers.submit();
             }
-            None => self.conns.flush(self.due.drain(..)),
+            None => {
+                self.conns.flush(&self.due);
+                self.due.clear();
+            }
         }
     }
 
@@ -745,7 +748,8 @@ impl Driver {
         let mut encoded = std::mem::take(&mut self.encoded);
         encoded.clear();
         crate::ws::frame::encode_text(&mut encoded, frame.as_bytes());
-        for &conn in conns {
+        for (i, &conn) in conns.iter().enumerate() {
+            self.conns.prefetch_ahead(conns, i);
             self.queue(conn, OutMsg::Encoded(&encoded));
         }
         if encoded.capacity() <= crate::ws::frame::KEEP_BUFFER {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bubble_core::ConnId;
 
-use super::conn::ConnHandle;
+use super::conn::{prefetch, ConnHandle};
 use super::uring::Ring;
 
 /// Hands out connection ids (the socket tasks) and takes back the slots
@@ -62,6 +62,10 @@ impl ConnIds {
     }
 }
 
+/// How many sockets ahead a loop over sockets starts loading their queues
+/// (see [`ConnHandle::prefetch`]).
+const PREFETCH_AHEAD: usize = 4;
+
 /// The engine task's open sockets, by slot, and the ring that writes them.
 pub(super) struct Table {
     ids: Arc<ConnIds>,
@@ -76,6 +80,25 @@ fn entry(slots: &[Option<Entry>], conn: ConnId) -> Option<&Entry> {
     match slots.get(slot(conn)) {
         Some(Some(entry)) if entry.conn == conn => Some(entry),
         _ => None,
+    }
+}
+
+/// Starts loading what a loop over `conns`, now at `at`, touches a few
+/// sockets on: the entry in `slots` [`PREFETCH_AHEAD`] sockets beyond the
+/// queue, and the queue [`PREFETCH_AHEAD`] sockets on, its entry loaded by
+/// then.
+fn prefetch_ahead(slots: &[Option<Entry>], conns: &[ConnId], at: usize) {
+    if let Some(far) = conns
+        .get(at + 2 * PREFETCH_AHEAD)
+        .and_then(|&far| slots.get(slot(far)))
+    {
+        prefetch(far);
+    }
+    if let Some(near) = conns
+        .get(at + PREFETCH_AHEAD)
+        .and_then(|&near| entry(slots, near))
+    {
+        near.handle.prefetch();
     }
 }
 
@@ -102,6 +125,12 @@ impl Table {
     /// The open socket `conn`.
     pub(super) fn get(&self, conn: ConnId) -> Option<&ConnHandle> {
         entry(&self.slots, conn).map(|entry| &entry.handle)
+    }
+
+    /// Starts loading what a loop over `conns`, now at `at`, touches a few
+    /// sockets on (see [`prefetch_ahead`]).
+    pub(super) fn prefetch_ahead(&self, conns: &[ConnId], at: usize) {
+        prefetch_ahead(&self.slots, conns, at);
     }
 
     /// Whether `conn` is open.
@@ -162,9 +191,9 @@ impl Table {
 
     /// Writes what the engine queued to each of `due` (one `send` each, or
     /// all of the registered ones in one submission).
-    pub(super) fn flush(&mut self, due: impl Iterator<Item = ConnId>) {
+    pub(super) fn flush(&mut self, due: &[ConnId]) {
         let Some(ring) = self.ring.as_mut() else {
-            for conn in due {
+            for &conn in due {
                 if let Some(handle) = self.get(conn) {
                     handle.flush();
                 }
@@ -172,7 +201,8 @@ impl Table {
             return;
         };
         let mut batch = Vec::new();
-        for conn in due {
+        for (i, &conn) in due.iter().enumerate() {
+            prefetch_ahead(&self.slots, due, i);
             let Some(entry) = entry(&self.slots, conn) else {
                 continue;
             };

@@ -4,16 +4,19 @@
 //! module only carries out that decision. The page is built into the
 //! binary (see [`page`]).
 
+use std::convert::Infallible;
+use std::future::{Future, Ready};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
+use axum::serve::IncomingStream;
 use bubble_core::edge::{Edge, Endpoint, RequestHead};
 use bubble_core::http::{HttpResponse, Method};
 use bubble_core::{BubbleError, ConnId, Limits};
@@ -28,6 +31,7 @@ use crate::cluster::Health;
 use crate::driver::table::ConnIds;
 use crate::driver::{Command, OwnedRequest};
 use crate::store::Probe;
+use crate::ws::{Accepting, Peer};
 
 mod ops;
 mod page;
@@ -81,12 +85,67 @@ impl Host {
     }
 }
 
-/// Every route, over `host`: one handler, routed by the edge.
-pub(crate) fn router(host: Arc<Host>) -> Router {
-    Router::new()
-        .fallback(serve)
-        .layer(middleware::from_fn(log_request))
-        .with_state(host)
+/// Makes each accepted connection's [`Requests`].
+#[derive(Clone)]
+pub(crate) struct Connections {
+    host: Arc<Host>,
+}
+
+impl Connections {
+    /// Every connection's requests go to `host`.
+    pub(crate) fn new(host: Arc<Host>) -> Connections {
+        Connections { host }
+    }
+}
+
+impl tower::Service<IncomingStream<'_, Accepting>> for Connections {
+    type Response = Requests;
+    type Error = Infallible;
+    type Future = Ready<Result<Requests, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, stream: IncomingStream<'_, Accepting>) -> Self::Future {
+        std::future::ready(Ok(Requests {
+            host: self.host.clone(),
+            peer: stream.remote_addr().clone(),
+        }))
+    }
+}
+
+/// One connection's requests, each carried out as the edge decides: the
+/// edge is the only router, so no router stands between hyper and it.
+#[derive(Clone)]
+pub(crate) struct Requests {
+    host: Arc<Host>,
+    /// The connection, for a socket's own descriptor after an upgrade.
+    peer: Peer,
+}
+
+impl tower::Service<Request> for Requests {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        req.extensions_mut().insert(self.peer.clone());
+        let host = self.host.clone();
+        Box::pin(async move {
+            Ok(
+                if tracing::enabled!(target: "bubble::http", tracing::Level::DEBUG) {
+                    logged(host, req).await
+                } else {
+                    serve(host, req).await
+                },
+            )
+        })
+    }
 }
 
 /// Writes the engine's response.
@@ -146,7 +205,7 @@ fn header_lossy(req: &axum::http::request::Parts, name: header::HeaderName) -> O
 
 /// Carries out what the edge decides `req` is, with the CORS headers it
 /// decides for the response.
-async fn serve(State(host): State<Arc<Host>>, req: Request) -> Response {
+async fn serve(host: Arc<Host>, req: Request) -> Response {
     let (endpoint, cors) = route(&host.edge, &req);
     let mut response = endpoint_response(host, req, endpoint).await;
     add_headers(&mut response, cors);
@@ -279,16 +338,13 @@ async fn static_file(host: &Host, req: Request) -> Response {
     }
 }
 
-/// One log line per request: method, path (never the query, which may
-/// carry `access_token`), status and duration.
-async fn log_request(req: Request, next: Next) -> Response {
-    if !tracing::enabled!(target: "bubble::http", tracing::Level::DEBUG) {
-        return next.run(req).await;
-    }
+/// [`serve`] with one log line per request: method, path (never the
+/// query, which may carry `access_token`), status and duration.
+async fn logged(host: Arc<Host>, req: Request) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let response = next.run(req).await;
+    let response = serve(host, req).await;
     tracing::debug!(
         target: "bubble::http",
         %method,

@@ -6,9 +6,8 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
-use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::Request;
-use axum::serve::{IncomingStream, Listener};
+use axum::serve::Listener;
 use rustix::io::Errno;
 use rustix::net::SendFlags;
 use tokio::net::{TcpListener, TcpStream};
@@ -44,17 +43,10 @@ impl Listener for Accepting {
     }
 }
 
-impl Connected<IncomingStream<'_, Accepting>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, Accepting>) -> Peer {
-        stream.remote_addr().clone()
-    }
-}
-
 /// The descriptor of the connection `req` arrived on, for the engine's
 /// writes; `None` when it could not be duplicated (out of descriptors).
 pub(crate) fn own_fd(req: &Request) -> Option<Arc<OwnedFd>> {
-    let ConnectInfo(peer) = req.extensions().get::<ConnectInfo<Peer>>()?;
-    peer.fd.clone()
+    req.extensions().get::<Peer>()?.fd.clone()
 }
 
 /// How much of a non-blocking send the kernel took.
