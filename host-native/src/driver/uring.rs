@@ -23,7 +23,8 @@ use crate::ws::Sent;
 /// due sockets submits in several batches. Small on purpose: on loopback
 /// each send also runs the receiver's side in a softirq on this core, and
 /// past a few dozen sends per `io_uring_enter` the kernel defers that work
-/// to `ksoftirqd`, which costs the same and only moves it out of sight.
+/// to `ksoftirqd`; in batches of 32 less of it goes there, and the total
+/// per send measured no higher than in batches of 1024 (`BENCHMARKS.md`).
 const ENTRIES: u32 = 32;
 /// Registered descriptors at most (the kernel also caps them at the
 /// process's descriptor limit): 256k slots of 8 bytes in the kernel. Sockets
