@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Profiles one fan-out server at a fixed rate with perf and writes where its
-# CPU goes (kernel against user space, the top symbols, and Bubble's share
-# by component) to bench/results/profile-<server>-<rate>.txt.
+# Profiles one fan-out server at a fixed rate with perf and writes its CPU
+# per delivery and where it goes (kernel against user space, the top
+# symbols, and Bubble's share by component) to
+# bench/results/profile-<server>-<rate>.txt.
 # Usage: scripts/bench-profile.sh bubble|threads|threads-sqlite|nchan|floor [DELIVERIES_PER_S] [SECONDS]
 # (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends)
 set -euo pipefail
@@ -47,7 +48,7 @@ stop() {
   for p in $started; do kill "$p" 2>/dev/null || true; done
   bench=
 }
-trap stop EXIT
+trap 'stop; rm -rf "$(dirname "$data")"' EXIT
 sleep 12
 started=$(descendants $bench)
 pid=
@@ -62,9 +63,18 @@ perf record -q -e cpu-clock -g -p "$pid" -o "$data" -- sleep "$secs" 2>/dev/null
 stop
 dsos=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null | grep '%' | grep -v '^#')
 syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%' | grep -v '^#')
+# cpu-clock counts nanoseconds: the server's CPU over the recording, per delivery.
+cpu_ns=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null |
+  sed -n 's/^# Event count (approx.): //p' | head -1)
+per_delivery=$(awk -v ns="$cpu_ns" -v rate="$rate" -v secs="$secs" \
+  'BEGIN { printf "%.2f", ns / 1000 / (rate * secs) }')
+user_share=$(echo "$dsos" | grep -v kernel.kallsyms | awk '{ s = $1; sub("%", "", s); t += s } END { printf "%.2f", t }')
 {
   echo "# perf record -e cpu-clock -g of $who at $rate deliveries/s for $secs s"
   echo "# (scripts/bench-profile.sh $who $rate $secs; $(date -u +%FT%TZ); $(uname -r))"
+  echo
+  echo "## CPU per delivery (the server's sampled CPU time over the recording)"
+  echo "$per_delivery µs per delivery, of which user space $user_share % ($(awk -v t="$per_delivery" -v u="$user_share" 'BEGIN { printf "%.2f", t * u / 100 }') µs)"
   echo
   echo "## Kernel against user space (share of the server's samples)"
   echo "$dsos" | sed -n 1,8p
