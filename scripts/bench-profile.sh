@@ -61,20 +61,22 @@ done
 [ -n "$pid" ] || { echo "no $who process found" >&2; exit 1; }
 perf record -q -e cpu-clock -g -p "$pid" -o "$data" -- sleep "$secs" 2>/dev/null
 stop
-dsos=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null | grep '%' | grep -v '^#')
+by_dso=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null)
+dsos=$(echo "$by_dso" | grep '%' | grep -v '^#')
 syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%' | grep -v '^#')
-# cpu-clock counts nanoseconds: the server's CPU over the recording, per delivery.
-cpu_ns=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null |
-  sed -n 's/^# Event count (approx.): //p' | head -1)
-per_delivery=$(awk -v ns="$cpu_ns" -v rate="$rate" -v secs="$secs" \
-  'BEGIN { printf "%.2f", ns / 1000 / (rate * secs) }')
-user_share=$(echo "$dsos" | grep -v kernel.kallsyms | awk '{ s = $1; sub("%", "", s); t += s } END { printf "%.2f", t }')
+# cpu-clock counts nanoseconds: the server's CPU over the recording, per
+# delivery, and the part of it outside the kernel.
+cpu_ns=$(echo "$by_dso" | sed -n 's/^# Event count (approx.): //p' | head -1)
+per_delivery=$(echo "$dsos" | awk -v ns="$cpu_ns" -v rate="$rate" -v secs="$secs" '
+  !/kernel.kallsyms/ { s = $1; sub("%", "", s); user += s }
+  END { total = ns / 1000 / (rate * secs)
+        printf "%.2f µs per delivery, of which user space %.2f %% (%.2f µs)", total, user, total * user / 100 }')
 {
   echo "# perf record -e cpu-clock -g of $who at $rate deliveries/s for $secs s"
   echo "# (scripts/bench-profile.sh $who $rate $secs; $(date -u +%FT%TZ); $(uname -r))"
   echo
   echo "## CPU per delivery (the server's sampled CPU time over the recording)"
-  echo "$per_delivery µs per delivery, of which user space $user_share % ($(awk -v t="$per_delivery" -v u="$user_share" 'BEGIN { printf "%.2f", t * u / 100 }') µs)"
+  echo "$per_delivery"
   echo
   echo "## Kernel against user space (share of the server's samples)"
   echo "$dsos" | sed -n 1,8p
