@@ -465,9 +465,48 @@ impl Driver {
                 }
                 () = sleep_until(deadline) => self.input(Input::Tick),
             }
+            if !self.due.is_empty() {
+                // Before writing the turn's sockets, the rest of the runtime
+                // runs once: the turn's HTTP answers go out (a publisher can
+                // send its next request while the fan-out is written) and
+                // whatever arrived meanwhile joins this turn, so that under
+                // load each socket's send carries more frames.
+                tokio::task::yield_now().await;
+                if !self.take_ready(&mut channels, &mut commands) {
+                    self.flush_sockets();
+                    return self.finish();
+                }
+            }
             self.flush_sockets();
         }
         self.finish();
+    }
+
+    /// Handles, without waiting, what the channels already hold (at most a
+    /// turn's worth of commands); false means stop.
+    fn take_ready(&mut self, channels: &mut Channels, commands: &mut Vec<Command>) -> bool {
+        let mut outcomes = Vec::new();
+        while let Ok(outcome) = channels.done.try_recv() {
+            outcomes.push(outcome);
+        }
+        if !outcomes.is_empty() {
+            self.settle(outcomes);
+        }
+        while let Ok((read, result)) = channels.reads.try_recv() {
+            self.input(Input::ReadDone { read, result });
+        }
+        while commands.len() < COMMANDS_PER_TURN {
+            let Ok(command) = channels.inbox.try_recv() else {
+                break;
+            };
+            commands.push(command);
+        }
+        for command in commands.drain(..) {
+            if !self.command(command) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Reports batch outcomes in order, runs of durable batches as one.
