@@ -112,11 +112,13 @@ pub struct FanoutRun {
     pub load: Load,
     /// The fixed-rate steps, in the order of `FanoutShape::fixed_rates`.
     pub fixed: Vec<StepResult>,
-    /// The saturation search's steps.
-    pub steps: Vec<StepResult>,
-    /// Max sustainable deliveries/s (fixed and search steps).
+    /// The saturation searches, one per publisher width.
+    pub searches: Vec<Search>,
+    /// Max sustainable deliveries/s: the best search's (without a quota,
+    /// the fixed steps count too).
     pub max_deliveries: f64,
-    /// The search ended on a generator-bound step: the server may do more.
+    /// The best search ended on a generator-bound step: the server may do
+    /// more.
     pub generator_bound: bool,
     /// Server RSS after the run, KiB.
     pub server_rss_kib: u64,
@@ -141,8 +143,13 @@ impl FanoutRun {
                 )
             })
             .collect();
+        let searches: Vec<String> = self
+            .searches
+            .iter()
+            .map(|s| format!("{} with {} publishers", kps(s.max_deliveries), s.publishers))
+            .collect();
         format!(
-            "fanout {}: {}; max {}{} deliveries/s",
+            "fanout {}: {}; max {}{} deliveries/s ({})",
             self.server,
             fixed.join("; "),
             kps(self.max_deliveries),
@@ -151,8 +158,37 @@ impl FanoutRun {
             } else {
                 ""
             },
+            searches.join(", "),
         )
     }
+}
+
+/// One saturation search, at one publisher width.
+#[derive(Debug, Clone, Serialize)]
+pub struct Search {
+    /// Publisher connections, one request in flight each.
+    pub publishers: usize,
+    /// The search's steps.
+    pub steps: Vec<StepResult>,
+    /// Max sustainable deliveries/s among them.
+    pub max_deliveries: f64,
+    /// The search ended on a generator-bound step.
+    pub generator_bound: bool,
+}
+
+/// The publisher widths of the saturation searches: `--pub-conns` (16 by
+/// default, the fixed steps' width for channels) and the thread scenarios'
+/// appenders (64, their fixed steps' width). Every server is searched at
+/// both and its maximum is its best of the two: few publishers bound how
+/// many publications share a server's turn, and a server that batches them
+/// (Bubble) gains from more, while one that does not (nchan) can lose, so a
+/// single width would favour one side.
+fn search_widths(ctx: &Ctx) -> Vec<usize> {
+    let mut widths = vec![ctx.pub_conns];
+    if !ctx.smoke && ctx.pub_conns != HTTP_APPENDERS {
+        widths.push(HTTP_APPENDERS);
+    }
+    widths
 }
 
 /// The subscribers and publish targets of `load` on `server`.
@@ -228,7 +264,7 @@ pub fn measure(
     } else {
         ctx.pub_conns
     };
-    let plan = |step: u8, deliveries: f64| {
+    let plan = |publishers: usize, step: u8, deliveries: f64| {
         let mut plan = ctx.plan(
             server.addr,
             Transport::Http,
@@ -239,31 +275,34 @@ pub fn measure(
         plan.conns = publishers;
         plan
     };
-    let run_step = |step: u8, deliveries: f64| -> Result<StepResult, BenchError> {
+    let run_step = |publishers: usize, step: u8, deliveries: f64| {
         let r = step::delivery_step(
             &env,
             &pool,
-            std::slice::from_ref(&plan(step, deliveries)),
+            std::slice::from_ref(&plan(publishers, step, deliveries)),
             fanout,
         )?;
-        eprintln!("  {label} step {step}: {}", r.line());
+        eprintln!(
+            "  {label} step {step} ({publishers} publishers): {}",
+            r.line()
+        );
         if let Some(e) = &r.first_error {
             eprintln!("  {label} first error: {e}");
         }
-        Ok(r)
+        Ok::<_, BenchError>(r)
     };
     // Step 0 warms both sides up at the first fixed rate and is not
     // reported: the set-up's last work (socket buffers growing, first
     // allocations) lands in it rather than in the first measured step.
     let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
     let last = shape.fixed_rates.last().copied().unwrap_or(first);
-    let mut warm = plan(0, first);
+    let mut warm = plan(publishers, 0, first);
     warm.duration = Duration::from_secs(2);
     crate::publisher::run(&warm)?;
     std::thread::sleep(Duration::from_millis(300));
     let mut fixed = Vec::new();
     for (i, &rate) in shape.fixed_rates.iter().enumerate() {
-        fixed.push(run_step(i as u8 + 1, rate)?);
+        fixed.push(run_step(publishers, i as u8 + 1, rate)?);
     }
     // The second generator at the same rates, on the same process, before
     // any quota (the bench pool's subscribers stay connected and idle: the
@@ -275,30 +314,41 @@ pub fn measure(
     if let Some(cores) = ctx.server_cpu {
         server.limit_cpu(cores)?;
     }
-    let steps = if ctx.fixed_only {
-        Vec::new()
-    } else {
-        step::search(
+    let mut searches = Vec::new();
+    let mut next_step = shape.fixed_rates.len() as u8 + 1;
+    for publishers in search_widths(ctx).into_iter().filter(|_| !ctx.fixed_only) {
+        let steps = step::search(
             last * shape.factor,
             shape.factor,
             shape.growth_steps,
-            shape.fixed_rates.len() as u8 + 1,
-            run_step,
-        )?
-    };
+            next_step,
+            |step, rate| run_step(publishers, step, rate),
+        )?;
+        next_step = steps.last().map_or(next_step, |s| s.step + 1);
+        searches.push(Search {
+            publishers,
+            max_deliveries: step::max_sustainable(&steps),
+            generator_bound: steps.last().is_some_and(|s| !s.valid),
+            steps,
+        });
+    }
     let stats = pool.stop();
     if stats.delivered.iter().sum::<u64>() == 0 {
         return Err(BenchError::Check(format!(
             "{label}: no delivery reached any subscriber"
         )));
     }
-    let generator_bound = steps.last().is_some_and(|s| !s.valid);
-    // Under a quota only the search ran at the quota; without one, a
+    let best = searches
+        .iter()
+        .max_by(|a, b| a.max_deliveries.total_cmp(&b.max_deliveries));
+    let generator_bound = best.is_some_and(|s| s.generator_bound);
+    let searched = best.map_or(0.0, |s| s.max_deliveries);
+    // Under a quota only the searches ran at the quota; without one, a
     // search whose every step missed leaves the fixed steps' best.
     let max_deliveries = if ctx.server_cpu.is_some() {
-        step::max_sustainable(&steps)
+        searched
     } else {
-        step::max_sustainable(&steps).max(step::max_sustainable(&fixed))
+        searched.max(step::max_sustainable(&fixed))
     };
     Ok(FanoutRun {
         server: label.to_string(),
@@ -306,7 +356,7 @@ pub fn measure(
         fixed,
         max_deliveries,
         generator_bound,
-        steps,
+        searches,
         server_rss_kib: server.rss_kib(),
         crosscheck,
     })
