@@ -316,7 +316,12 @@ pub fn measure(
     }
     let mut searches = Vec::new();
     let mut next_step = shape.fixed_rates.len() as u8 + 1;
-    for publishers in search_widths(ctx).into_iter().filter(|_| !ctx.fixed_only) {
+    let widths = if ctx.fixed_only {
+        Vec::new()
+    } else {
+        search_widths(ctx)
+    };
+    for publishers in widths {
         let steps = step::search(
             last * shape.factor,
             shape.factor,

@@ -456,11 +456,9 @@ impl Driver {
                     if n == 0 {
                         break;
                     }
-                    for command in commands.drain(..) {
-                        if !self.command(command) {
-                            self.flush_sockets();
-                            return self.finish();
-                        }
+                    if !self.commands(&mut commands) {
+                        self.flush_sockets();
+                        return self.finish();
                     }
                 }
                 () = sleep_until(deadline) => self.input(Input::Tick),
@@ -501,12 +499,13 @@ impl Driver {
             };
             commands.push(command);
         }
-        for command in commands.drain(..) {
-            if !self.command(command) {
-                return false;
-            }
-        }
-        true
+        self.commands(commands)
+    }
+
+    /// Handles `commands` in order, emptying it; false means stop (the
+    /// commands after the stop are dropped with the task).
+    fn commands(&mut self, commands: &mut Vec<Command>) -> bool {
+        commands.drain(..).all(|command| self.command(command))
     }
 
     /// Reports batch outcomes in order, runs of durable batches as one.
