@@ -233,9 +233,16 @@ impl Threads {
         mut event: Map<String, Value>,
         header_key: Option<&str>,
     ) -> Result<Appended, Step> {
-        self.require(caller, id, Capability::ThreadRead)?;
+        let held = self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
-        self.require(caller, id, Capability::Append(ty))?;
+        authorize(
+            &Access {
+                principal: &caller.principal,
+                thread: id,
+                held,
+            },
+            Capability::Append(ty),
+        )?;
         let key = match (event.remove("idempotencyKey"), header_key) {
             (None, None) => None,
             (None, Some(h)) => Some(h.to_owned()),

@@ -2,6 +2,7 @@
 //! creation, titles, seq assignment, idempotency keys and event validation.
 //! Every backend's writes are the result of these decisions.
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -221,21 +222,35 @@ fn check_body(body: &EventBody) -> Result<(), BubbleError> {
 
 /// The persisted event's JSON: `{"seq","threadId","createdAt","type",…}`,
 /// serialized once and shared by the store, history pages and every frame.
+/// The head is written straight into the buffer the body is serialized
+/// into, whose opening brace becomes the comma after the head.
 pub(crate) fn persisted_json(
     seq: u64,
     thread: &ThreadId,
     created_at: &str,
     body: &EventBody,
 ) -> Arc<str> {
-    let body = serde_json::to_string(body).unwrap_or_else(|_| "{}".to_owned());
-    let fields = body.strip_prefix('{').unwrap_or("}");
-    let head = serde_json::json!({ "seq": seq, "threadId": thread, "createdAt": created_at });
-    let head = head.to_string();
-    let mut json = String::with_capacity(head.len() + fields.len() + 1);
-    json.push_str(&head[..head.len() - 1]);
-    json.push(',');
-    json.push_str(fields);
-    Arc::from(json)
+    let mut json = Vec::with_capacity(192);
+    // Writing into a `Vec` cannot fail.
+    let _ = write!(json, "{{\"seq\":{seq},\"threadId\":");
+    push_json_str(&mut json, thread.as_str());
+    json.extend_from_slice(b",\"createdAt\":");
+    push_json_str(&mut json, created_at);
+    let start = json.len();
+    let fields = serde_json::to_writer(&mut json, body).is_ok() && json.len() > start + 2;
+    if fields {
+        json[start] = b',';
+    } else {
+        json.truncate(start);
+        json.push(b'}');
+    }
+    Arc::from(String::from_utf8_lossy(&json))
+}
+
+/// Appends `s` as a JSON string.
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    // Serializing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(out, s);
 }
 
 #[cfg(test)]
