@@ -478,10 +478,10 @@ pub fn max_sustainable(steps: &[StepResult]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn outcome(step: u8, rate: f64, sustainable: bool) -> StepResult {
+    pub(crate) fn outcome(step: u8, rate: f64, sustainable: bool) -> StepResult {
         StepResult {
             step,
             target_rate: rate,

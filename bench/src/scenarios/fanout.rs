@@ -537,6 +537,17 @@ fn mean(a: f64, b: f64) -> f64 {
     }
 }
 
+/// nchan's figure `f` at a fixed step, from its measurements first and
+/// last in the run: the mean of those it sustained (a saturated server's
+/// cost per delivery is not a fixed rate's), of both when it sustained
+/// neither; and whether it sustained one.
+fn peer_at(steps: [Option<&StepResult>; 2], f: fn(&StepResult) -> f64) -> (f64, bool) {
+    let sustained = steps.map(|s| s.filter(|s| s.sustainable));
+    let any = sustained.iter().any(Option::is_some);
+    let [a, b] = if any { sustained } else { steps };
+    (mean(a.map_or(0.0, f), b.map_or(0.0, f)), any)
+}
+
 /// Scenario 2, the headline: the same fan-out on Bubble (channels; threads
 /// on memory and SQLite), nchan and the floor, at fixed rates and to
 /// saturation, with the ratios per delivery. nchan is measured first and
@@ -559,12 +570,8 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
         .collect::<Result<Vec<_>, _>>()?;
     let (first, last) = (&runs[0], &runs[6]);
     let floor = &runs[4];
-    let nchan_at = |i: usize, f: fn(&StepResult) -> f64| {
-        mean(
-            first.fixed.get(i).map_or(0.0, f),
-            last.fixed.get(i).map_or(0.0, f),
-        )
-    };
+    let nchan_at =
+        |i: usize, f: fn(&StepResult) -> f64| peer_at([first.fixed.get(i), last.fixed.get(i)], f);
     let nchan_max = mean(first.max_deliveries, last.max_deliveries);
     let mut ratios = Vec::new();
     for r in &runs[1..4] {
@@ -572,23 +579,31 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
             let Some(f) = floor.fixed.get(i) else {
                 continue;
             };
+            let (nchan_us, nchan_sustained) = nchan_at(i, |s| s.us_per_item);
             let line = json!({
                 "server": r.server,
                 "rate": s.target_rate,
-                "cpu_vs_nchan": ratio(s.us_per_item, nchan_at(i, |s| s.us_per_item)),
+                "cpu_vs_nchan": ratio(s.us_per_item, nchan_us),
                 "with_softirq_vs_nchan": ratio(
                     s.with_softirq_us_per_item,
-                    nchan_at(i, |s| s.with_softirq_us_per_item)
+                    nchan_at(i, |s| s.with_softirq_us_per_item).0
                 ),
                 "cpu_vs_floor": ratio(s.us_per_item, f.us_per_item),
+                "nchan_sustained": nchan_sustained,
+                "sustained": s.sustainable,
             });
             println!(
-                "{} at {}: cpu/delivery {:.2}x nchan ({:.2}x with ksoftirqd), {:.2}x the floor",
+                "{} at {}: cpu/delivery {:.2}x nchan ({:.2}x with ksoftirqd), {:.2}x the floor{}",
                 r.server,
                 kps(s.target_rate),
                 line["cpu_vs_nchan"].as_f64().unwrap_or(0.0),
                 line["with_softirq_vs_nchan"].as_f64().unwrap_or(0.0),
                 line["cpu_vs_floor"].as_f64().unwrap_or(0.0),
+                match (nchan_sustained, s.sustainable) {
+                    (true, true) => "",
+                    (false, _) => " (nchan did not sustain this rate: not a fixed-rate comparison)",
+                    (true, false) => " (not sustained at this rate: not a fixed-rate comparison)",
+                },
             );
             ratios.push(line);
         }
@@ -604,4 +619,30 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
         json!({ "shape": shape, "runs": runs, "ratios": ratios }),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::tests::outcome;
+
+    fn costing(us_per_item: f64, sustainable: bool) -> StepResult {
+        StepResult {
+            us_per_item,
+            ..outcome(1, 20_000.0, sustainable)
+        }
+    }
+
+    #[test]
+    fn the_peer_counts_the_rates_it_sustained() {
+        let (held, saturated) = (costing(8.0, true), costing(20.0, false));
+        let us = |s: &StepResult| s.us_per_item;
+        assert_eq!(peer_at([Some(&held), Some(&saturated)], us), (8.0, true));
+        assert_eq!(peer_at([Some(&saturated), Some(&held)], us), (8.0, true));
+        let again = costing(10.0, true);
+        assert_eq!(peer_at([Some(&held), Some(&again)], us), (9.0, true));
+        let worse = costing(30.0, false);
+        assert_eq!(peer_at([Some(&saturated), Some(&worse)], us), (25.0, false));
+        assert_eq!(peer_at([Some(&held), None], us), (8.0, true));
+    }
 }
