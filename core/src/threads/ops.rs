@@ -61,14 +61,7 @@ impl Threads {
         need: impl Into<Need>,
     ) -> Result<CapabilitySet, Step> {
         let held = self.held(caller, id)?;
-        authorize(
-            &Access {
-                principal: &caller.principal,
-                thread: id,
-                held,
-            },
-            need,
-        )?;
+        permit(caller, id, held, need)?;
         Ok(held)
     }
 
@@ -235,14 +228,7 @@ impl Threads {
     ) -> Result<Appended, Step> {
         let held = self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
-        authorize(
-            &Access {
-                principal: &caller.principal,
-                thread: id,
-                held,
-            },
-            Capability::Append(ty),
-        )?;
+        permit(caller, id, held, Capability::Append(ty))?;
         let key = match (event.remove("idempotencyKey"), header_key) {
             (None, None) => None,
             (None, Some(h)) => Some(h.to_owned()),
@@ -509,4 +495,22 @@ impl Threads {
         );
         Ok(())
     }
+}
+
+/// The policy's decision on `caller`, holding `held` on `id`, doing
+/// something needing `need`.
+fn permit(
+    caller: &Caller,
+    id: &ThreadId,
+    held: CapabilitySet,
+    need: impl Into<Need>,
+) -> Result<(), BubbleError> {
+    authorize(
+        &Access {
+            principal: &caller.principal,
+            thread: id,
+            held,
+        },
+        need,
+    )
 }
