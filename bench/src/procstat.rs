@@ -105,22 +105,55 @@ pub fn runqueue_wait_ns(pid: u32) -> u64 {
 /// misses short bursts), so busy time is what the rest of the wall time is.
 pub fn machine_idle_seconds() -> Option<(usize, f64)> {
     let stat = fs::read_to_string("/proc/stat").ok()?;
-    let mut lines = stat.lines();
-    let fields: Vec<u64> = lines
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
+    let mut lines = cpu_lines(&stat);
+    let (_, fields) = lines.next().filter(|(name, _)| *name == "cpu")?;
     let idle: u64 = [3, 4, 7]
         .iter()
         .map(|&i| fields.get(i).copied())
         .sum::<Option<u64>>()?;
-    let cpus = lines
+    Some((lines.count(), idle as f64 / ticks_per_sec() as f64))
+}
+
+/// The `cpu` lines of `/proc/stat` (`cpu` for the whole machine, then
+/// `cpuN`), each with its fields in clock ticks.
+fn cpu_lines(stat: &str) -> impl Iterator<Item = (&str, Vec<u64>)> {
+    stat.lines()
         .take_while(|l| l.starts_with("cpu"))
-        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .count();
-    Some((cpus, idle as f64 / ticks_per_sec() as f64))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?;
+            let fields = words.map(|f| f.parse().ok()).collect::<Option<_>>()?;
+            Some((name, fields))
+        })
+}
+
+/// Field 8 of a `cpu` line: time the hypervisor ran something else while
+/// this guest's CPU wanted to run (steal).
+const STEAL: usize = 7;
+
+/// Steal ticks of the whole machine and of CPU `core`, from `/proc/stat`'s
+/// text.
+fn steal_ticks(stat: &str, core: Option<usize>) -> Option<(u64, Option<u64>)> {
+    let core_name = core.map(|c| format!("cpu{c}"));
+    let mut machine = None;
+    let mut on_core = None;
+    for (name, fields) in cpu_lines(stat) {
+        if name == "cpu" {
+            machine = fields.get(STEAL).copied();
+        } else if core_name.as_deref() == Some(name) {
+            on_core = fields.get(STEAL).copied();
+        }
+    }
+    Some((machine?, on_core))
+}
+
+/// Steal so far, in seconds: the whole machine's (all CPUs together) and
+/// CPU `core`'s.
+pub fn steal_seconds(core: Option<usize>) -> Option<(f64, Option<f64>)> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let (machine, on_core) = steal_ticks(&stat, core)?;
+    let tick = ticks_per_sec() as f64;
+    Some((machine as f64 / tick, on_core.map(|t| t as f64 / tick)))
 }
 
 /// CPU used by a set of processes over an interval, and the time their
@@ -224,5 +257,20 @@ mod tests {
         assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
         let (cpus, idle) = machine_idle_seconds().unwrap();
         assert!(cpus >= 1 && idle > 0.0);
+        let (machine, on_core) = steal_seconds(Some(0)).unwrap();
+        assert!(machine >= 0.0 && on_core.is_some());
+    }
+
+    #[test]
+    fn reads_steal_of_the_machine_and_of_one_cpu() {
+        let stat = "cpu  100 0 50 900 7 0 40 30 0 0\n\
+                    cpu0 60 0 30 400 3 0 20 25 0 0\n\
+                    cpu1 40 0 20 500 4 0 20 5 0 0\n\
+                    intr 12345\n";
+        assert_eq!(steal_ticks(stat, Some(1)), Some((30, Some(5))));
+        assert_eq!(steal_ticks(stat, Some(0)), Some((30, Some(25))));
+        assert_eq!(steal_ticks(stat, Some(7)), Some((30, None)));
+        assert_eq!(steal_ticks(stat, None), Some((30, None)));
+        assert_eq!(steal_ticks("intr 1\n", None), None);
     }
 }

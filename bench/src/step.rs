@@ -84,6 +84,11 @@ pub struct StepResult {
     pub closed: u64,
     /// One-minute load average of the machine at the end of the step.
     pub loadavg: f64,
+    /// Steal of the whole machine, in cores: time the hypervisor gave this
+    /// guest's CPUs to something else while they had work (other tenants).
+    pub steal_cores: f64,
+    /// Of which on the server's core, in cores (0 when it is not pinned).
+    pub server_core_steal: f64,
     /// False when the generator saturated or fell behind.
     pub valid: bool,
     /// Valid, ratio ≥ 0.999, p99 within the bound and no errors.
@@ -94,7 +99,7 @@ impl StepResult {
     /// A one-line summary.
     pub fn line(&self) -> String {
         format!(
-            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores = {:.2} us/item (+ksoftirqd {:.2} us) (wait {:.2}) gen {:.2} cores (wait {:.2}) machine {:.2} cores late {:.3} dropped {} load {:.1}{}{}",
+            "rate {:>9.0}/s got {:>9.0}/s ratio {:.4} p50 {:.2} ms p99 {:.2} ms p99.9 {:.2} ms max {:.2} ms ack-p99 {:.2} ms server {:.2} cores = {:.2} us/item (+ksoftirqd {:.2} us) (wait {:.2}) gen {:.2} cores (wait {:.2}) machine {:.2} cores steal {:.2} (server core {:.2}) late {:.3} dropped {} load {:.1}{}{}",
             self.target_rate,
             self.throughput,
             self.ratio,
@@ -110,6 +115,8 @@ impl StepResult {
             self.gen_cores,
             self.gen_wait,
             self.machine_cores,
+            self.steal_cores,
+            self.server_core_steal,
             self.late_share,
             self.dropped,
             self.loadavg,
@@ -140,6 +147,8 @@ struct Cpu {
     gen: f64,
     gen_wait: f64,
     machine: f64,
+    steal: f64,
+    server_core_steal: f64,
 }
 
 /// The meters of one step.
@@ -148,6 +157,9 @@ struct Meters {
     generator: CpuMeter,
     /// The machine's CPUs and idle seconds, and the clock, at the start.
     machine: (Option<(usize, f64)>, u64),
+    /// The server's core, and the steal seconds of the machine and of
+    /// that core at the start.
+    steal: (Option<usize>, Option<(f64, Option<f64>)>),
 }
 
 impl Meters {
@@ -162,10 +174,15 @@ impl Meters {
                 crate::procstat::machine_idle_seconds(),
                 crate::clock::now_ns(),
             ),
+            steal: (
+                env.server_core,
+                crate::procstat::steal_seconds(env.server_core),
+            ),
         }
     }
 
     fn read(&self) -> Cpu {
+        let (steal, server_core_steal) = self.steal_cores();
         Cpu {
             server: self.server.cores(),
             server_user: self.server.user_cores(),
@@ -174,7 +191,28 @@ impl Meters {
             gen: self.generator.cores(),
             gen_wait: self.generator.waiting(),
             machine: self.machine_cores(),
+            steal,
+            server_core_steal,
         }
+    }
+
+    /// Steal since `start`, in cores: the machine's and the server core's.
+    fn steal_cores(&self) -> (f64, f64) {
+        let (core, Some((machine_before, core_before))) = self.steal else {
+            return (0.0, 0.0);
+        };
+        let Some((machine_now, core_now)) = crate::procstat::steal_seconds(core) else {
+            return (0.0, 0.0);
+        };
+        let wall = (crate::clock::now_ns() - self.machine.1) as f64 / 1e9;
+        if wall <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let on_core = match (core_before, core_now) {
+            (Some(before), Some(now)) => (now - before) / wall,
+            _ => 0.0,
+        };
+        ((machine_now - machine_before) / wall, on_core)
     }
 
     /// The machine's busy cores since `start`: its CPUs less their idle
@@ -292,6 +330,8 @@ fn judge(
         first_error: rep.first_error.clone(),
         closed,
         loadavg: loadavg(),
+        steal_cores: cpu.steal,
+        server_core_steal: cpu.server_core_steal,
         valid,
         sustainable,
     }
@@ -512,6 +552,8 @@ pub(crate) mod tests {
             first_error: None,
             closed: 0,
             loadavg: 0.0,
+            steal_cores: 0.0,
+            server_core_steal: 0.0,
             valid: true,
             sustainable,
         }
