@@ -462,12 +462,16 @@ pub fn search<E>(
             break;
         }
         let r = measure(&mut step, rate, &mut out)?;
-        let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
+        let (ok, invalid) = (r.sustainable, !r.valid || r.closed > 0);
         out.push(r);
-        if stop {
+        // Past a sustained rate, an invalid step ends the search: the
+        // generator (or a subscriber) gave out before the server. Before
+        // any rate was sustained, the rate is beyond this pair, so the
+        // search shrinks as from an unsustainable step.
+        if invalid && good.is_some() {
             return Ok(out);
         }
-        if !ok && !warmed && good.is_none() && bad.is_none() {
+        if !ok && !invalid && !warmed && good.is_none() && bad.is_none() {
             warmed = true;
             continue;
         }
@@ -561,15 +565,56 @@ pub(crate) mod tests {
 
     /// A server that sustains up to `capacity`, except for the steps in `misses`.
     fn rates(capacity: f64, misses: &[u8]) -> Vec<(f64, bool)> {
+        judged(capacity, misses, f64::INFINITY)
+            .into_iter()
+            .map(|(rate, ok, _)| (rate, ok))
+            .collect()
+    }
+
+    /// Like `rates`, with every step above `keeps_up` invalid (the
+    /// generator fell behind); each step as (rate, sustainable, valid).
+    fn judged(capacity: f64, misses: &[u8], keeps_up: f64) -> Vec<(f64, bool, bool)> {
         let steps = search(1000.0, 2.0, 10, 1, |step, rate| {
-            let ok = rate <= capacity && !misses.contains(&step);
-            Ok::<_, ()>(outcome(step, rate, ok))
+            let valid = rate <= keeps_up;
+            let ok = valid && rate <= capacity && !misses.contains(&step);
+            Ok::<_, ()>(StepResult {
+                valid,
+                ..outcome(step, rate, ok)
+            })
         })
         .expect("search");
         steps
             .iter()
-            .map(|s| (s.target_rate, s.sustainable))
+            .map(|s| (s.target_rate, s.sustainable, s.valid))
             .collect()
+    }
+
+    #[test]
+    fn an_invalid_start_shrinks_the_rate() {
+        assert_eq!(
+            judged(400.0, &[], 600.0),
+            [
+                (1000.0, false, false),
+                (1000.0, false, false),
+                (500.0, false, true),
+                (250.0, true, true),
+                (375.0, true, true),
+                (437.5, false, true)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_invalid_step_past_a_sustained_rate_ends_the_search() {
+        assert_eq!(
+            judged(f64::INFINITY, &[], 3000.0),
+            [
+                (1000.0, true, true),
+                (2000.0, true, true),
+                (4000.0, false, false),
+                (4000.0, false, false)
+            ]
+        );
     }
 
     #[test]
