@@ -462,13 +462,14 @@ pub fn search<E>(
             break;
         }
         let r = measure(&mut step, rate, &mut out)?;
-        let (ok, invalid) = (r.sustainable, !r.valid || r.closed > 0);
+        let (ok, invalid, closed) = (r.sustainable, !r.valid, r.closed > 0);
         out.push(r);
         // Past a sustained rate, an invalid step ends the search: the
-        // generator (or a subscriber) gave out before the server. Before
-        // any rate was sustained, the rate is beyond this pair, so the
-        // search shrinks as from an unsustainable step.
-        if invalid && good.is_some() {
+        // generator gave out before the server. Before any rate was
+        // sustained, the rate is beyond this pair, so the search shrinks as
+        // from an unsustainable step. Subscribers the server closed are
+        // gone for every later step, so that always ends it.
+        if closed || (invalid && good.is_some()) {
             return Ok(out);
         }
         if !ok && !invalid && !warmed && good.is_none() && bad.is_none() {
@@ -602,6 +603,18 @@ pub(crate) mod tests {
                 (437.5, false, true)
             ]
         );
+    }
+
+    #[test]
+    fn a_subscriber_closed_by_the_server_ends_the_search() {
+        let steps = search(1000.0, 2.0, 10, 1, |step, rate| {
+            Ok::<_, ()>(StepResult {
+                closed: 1,
+                ..outcome(step, rate, false)
+            })
+        })
+        .expect("search");
+        assert_eq!(steps.len(), 1);
     }
 
     #[test]
