@@ -415,8 +415,16 @@ fn crosscheck(
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     for r in &records {
+        let validity = if r["valid"].as_bool() == Some(false) {
+            format!(
+                " INVALID (crossgen used {:.2} of its core)",
+                r["gen_cores"].as_f64().unwrap_or(0.0)
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "  {} crossgen: rate {} ratio {} server {:.2} us/delivery (schedstat), core {:.2} us",
+            "  {} crossgen: rate {} ratio {} server {:.2} us/delivery (schedstat), core {:.2} us{validity}",
             server.name,
             r["rate"],
             r["ratio"],

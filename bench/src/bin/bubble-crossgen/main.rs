@@ -48,6 +48,12 @@ use crate::tally::{Clock, Tally};
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long to wait for deliveries after the last scheduled send.
 const STRAGGLE: Duration = Duration::from_secs(3);
+/// This generator's CPU (it runs on one thread) at or above this share of
+/// its core makes a rate's figure invalid: a reader that falls behind lets
+/// the server's socket buffers fill, and the server's writes then leave in
+/// fewer, larger segments, so the server looks cheaper per delivery than
+/// under a client that keeps up.
+const SATURATED: f64 = 0.95;
 
 /// Pins the calling thread, and every thread it starts later, to `core`.
 fn pin_to(core: usize) -> std::io::Result<()> {
@@ -110,6 +116,11 @@ impl Outcome {
             .map(|c| round(c / per_sec * 1e6, 3))
     }
 
+    /// Whether this generator was the bottleneck (see [`SATURATED`]).
+    fn generator_bound(&self) -> bool {
+        self.usage.gen_cores >= SATURATED
+    }
+
     fn json(&self, args: &Args) -> serde_json::Value {
         let r4 = |x: Option<f64>| x.map(|v| round(v, 4));
         let ratio = if self.expected > 0 {
@@ -130,6 +141,8 @@ impl Outcome {
             "server_core_busy": r4(self.usage.core_busy),
             "server_user_cores": r4(self.usage.user_cores),
             "gen_cores": round(self.usage.gen_cores, 4),
+            "generator_bound": self.generator_bound(),
+            "valid": !self.generator_bound(),
             "us_per_delivery_schedstat": self.us_per_delivery(self.usage.schedstat_cores),
             "us_per_delivery_core": self.us_per_delivery(self.usage.core_busy),
             "us_per_delivery_user": self.us_per_delivery(self.usage.user_cores),
@@ -284,6 +297,12 @@ async fn run(args: Args) -> Result<(), String> {
                 rig.publisher.stats().broken()
             );
         }
+        if out.generator_bound() {
+            eprintln!(
+                "crossgen: this generator used {:.2} of its core: the figure at {rate}/s is invalid",
+                out.usage.gen_cores
+            );
+        }
         if let (Some(core), Some(threads)) = (out.usage.core_busy, out.usage.schedstat_cores) {
             // Softirq work accounts for some gap; a large one means other
             // processes share the server's core.
@@ -335,5 +354,45 @@ fn main() -> ExitCode {
             eprintln!("crossgen: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(gen_cores: f64) -> Outcome {
+        Outcome {
+            rate: 100_000,
+            publishes: 5_000,
+            expected: 500_000,
+            delivered: 500_000,
+            stale: 0,
+            other: 0,
+            pub_ok: 5_000,
+            pub_failed: 0,
+            p50_ms: Some(1.0),
+            p99_ms: Some(2.0),
+            usage: cpu::Usage {
+                secs: 5.0,
+                schedstat_cores: Some(0.5),
+                core_busy: Some(0.5),
+                user_cores: Some(0.1),
+                gen_cores,
+            },
+            subs_lost: 0,
+        }
+    }
+
+    #[test]
+    fn a_saturated_generator_marks_its_figure_invalid() {
+        let args = Args::parse_from(["x", "--addr", "127.0.0.1:1", "--proto", "nchan"]);
+        let busy = outcome(0.98).json(&args);
+        assert_eq!(busy["generator_bound"], true);
+        assert_eq!(busy["valid"], false);
+        let idle = outcome(0.6).json(&args);
+        assert_eq!(idle["generator_bound"], false);
+        assert_eq!(idle["valid"], true);
+        assert_eq!(idle["us_per_delivery_schedstat"], 5.0);
     }
 }
