@@ -4,7 +4,8 @@
 # symbols, and Bubble's share by component) to
 # bench/results/profile-<server>-<rate>.txt.
 # Usage: scripts/bench-profile.sh bubble|threads|threads-sqlite|nchan|floor [DELIVERIES_PER_S] [SECONDS]
-# (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends)
+# (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends;
+# KEEP=path keeps the perf recording there, for perf report and perf annotate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 who=${1:?bubble, threads, threads-sqlite, nchan or floor}
@@ -61,6 +62,9 @@ done
 [ -n "$pid" ] || { echo "no $who process found" >&2; exit 1; }
 perf record -q -e cpu-clock -g -p "$pid" -o "$data" -- sleep "$secs" 2>/dev/null
 stop
+if [ -n "${KEEP:-}" ]; then
+  cp "$data" "$KEEP"
+fi
 by_dso=$(perf report -i "$data" --no-children --sort dso -g none 2>/dev/null)
 dsos=$(echo "$by_dso" | grep '%' | grep -v '^#')
 syms=$(perf report -i "$data" --no-children --sort sym -g none 2>/dev/null | grep '%' | grep -v '^#')

@@ -99,19 +99,56 @@ pub fn runqueue_wait_ns(pid: u32) -> u64 {
     schedstat_sum(pid, 1)
 }
 
-/// The machine's CPUs and the seconds they have spent idle, waiting for
-/// I/O or stolen by the hypervisor so far (`/proc/stat`). Idle time is
-/// exact on a tickless kernel; busy time sampled at ticks is not (it
-/// misses short bursts), so busy time is what the rest of the wall time is.
-pub fn machine_idle_seconds() -> Option<(usize, f64)> {
-    let stat = fs::read_to_string("/proc/stat").ok()?;
-    let mut lines = cpu_lines(&stat);
-    let (_, fields) = lines.next().filter(|(name, _)| *name == "cpu")?;
-    let idle: u64 = [3, 4, 7]
-        .iter()
-        .map(|&i| fields.get(i).copied())
-        .sum::<Option<u64>>()?;
-    Some((lines.count(), idle as f64 / ticks_per_sec() as f64))
+/// One reading of the machine's CPU times (`/proc/stat`), in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuTimes {
+    /// The machine's CPUs.
+    pub cpus: usize,
+    /// Time all CPUs together spent idle, waiting for I/O or stolen by the
+    /// hypervisor. Idle time is exact on a tickless kernel; busy time
+    /// sampled at ticks is not (it misses short bursts), so busy time is
+    /// what the rest of the wall time is.
+    pub idle: f64,
+    /// Time the hypervisor ran something else while a CPU of this guest
+    /// wanted to run (steal), all CPUs together.
+    pub steal: f64,
+    /// The steal of the one CPU asked for, when there is such a CPU.
+    pub core_steal: Option<f64>,
+}
+
+impl CpuTimes {
+    /// Reads `/proc/stat` once; `core` names the CPU whose steal is read
+    /// apart.
+    pub fn read(core: Option<usize>) -> Option<CpuTimes> {
+        let stat = fs::read_to_string("/proc/stat").ok()?;
+        CpuTimes::parse(&stat, core, ticks_per_sec() as f64)
+    }
+
+    /// The times in `/proc/stat`'s text, whose ticks last `1 / tick` s.
+    fn parse(stat: &str, core: Option<usize>, tick: f64) -> Option<CpuTimes> {
+        let core_name = core.map(|c| format!("cpu{c}"));
+        let mut lines = cpu_lines(stat);
+        let (_, machine) = lines.next().filter(|(name, _)| *name == "cpu")?;
+        let idle: u64 = IDLE
+            .iter()
+            .map(|&i| machine.get(i).copied())
+            .sum::<Option<u64>>()?;
+        let steal = *machine.get(STEAL)?;
+        let mut cpus = 0;
+        let mut core_steal = None;
+        for (name, fields) in lines {
+            cpus += 1;
+            if core_name.as_deref() == Some(name) {
+                core_steal = fields.get(STEAL).map(|&t| t as f64 / tick);
+            }
+        }
+        Some(CpuTimes {
+            cpus,
+            idle: idle as f64 / tick,
+            steal: steal as f64 / tick,
+            core_steal,
+        })
+    }
 }
 
 /// The `cpu` lines of `/proc/stat` (`cpu` for the whole machine, then
@@ -127,34 +164,11 @@ fn cpu_lines(stat: &str) -> impl Iterator<Item = (&str, Vec<u64>)> {
         })
 }
 
-/// Field 8 of a `cpu` line: time the hypervisor ran something else while
-/// this guest's CPU wanted to run (steal).
+/// Fields 4, 5 and 8 of a `cpu` line: idle, waiting for I/O, and steal.
+const IDLE: [usize; 3] = [3, 4, STEAL];
+
+/// Field 8 of a `cpu` line: steal.
 const STEAL: usize = 7;
-
-/// Steal ticks of the whole machine and of CPU `core`, from `/proc/stat`'s
-/// text.
-fn steal_ticks(stat: &str, core: Option<usize>) -> Option<(u64, Option<u64>)> {
-    let core_name = core.map(|c| format!("cpu{c}"));
-    let mut machine = None;
-    let mut on_core = None;
-    for (name, fields) in cpu_lines(stat) {
-        if name == "cpu" {
-            machine = fields.get(STEAL).copied();
-        } else if core_name.as_deref() == Some(name) {
-            on_core = fields.get(STEAL).copied();
-        }
-    }
-    Some((machine?, on_core))
-}
-
-/// Steal so far, in seconds: the whole machine's (all CPUs together) and
-/// CPU `core`'s.
-pub fn steal_seconds(core: Option<usize>) -> Option<(f64, Option<f64>)> {
-    let stat = fs::read_to_string("/proc/stat").ok()?;
-    let (machine, on_core) = steal_ticks(&stat, core)?;
-    let tick = ticks_per_sec() as f64;
-    Some((machine as f64 / tick, on_core.map(|t| t as f64 / tick)))
-}
 
 /// CPU used by a set of processes over an interval, and the time their
 /// threads spent waiting for a CPU.
@@ -255,22 +269,30 @@ mod tests {
         assert!(ksoftirqd(0).is_some(), "every core has a ksoftirqd");
         assert!(rss_kib(me).unwrap() > 0);
         assert!(peak_rss_kib(me).unwrap() >= rss_kib(me).unwrap() / 2);
-        let (cpus, idle) = machine_idle_seconds().unwrap();
-        assert!(cpus >= 1 && idle > 0.0);
-        let (machine, on_core) = steal_seconds(Some(0)).unwrap();
-        assert!(machine >= 0.0 && on_core.is_some());
+        let times = CpuTimes::read(Some(0)).unwrap();
+        assert!(times.cpus >= 1 && times.idle > 0.0);
+        assert!(times.steal >= 0.0 && times.core_steal.is_some());
     }
 
     #[test]
-    fn reads_steal_of_the_machine_and_of_one_cpu() {
+    fn reads_idle_and_steal_of_the_machine_and_of_one_cpu() {
         let stat = "cpu  100 0 50 900 7 0 40 30 0 0\n\
                     cpu0 60 0 30 400 3 0 20 25 0 0\n\
                     cpu1 40 0 20 500 4 0 20 5 0 0\n\
                     intr 12345\n";
-        assert_eq!(steal_ticks(stat, Some(1)), Some((30, Some(5))));
-        assert_eq!(steal_ticks(stat, Some(0)), Some((30, Some(25))));
-        assert_eq!(steal_ticks(stat, Some(7)), Some((30, None)));
-        assert_eq!(steal_ticks(stat, None), Some((30, None)));
-        assert_eq!(steal_ticks("intr 1\n", None), None);
+        let times = |core| CpuTimes::parse(stat, core, 10.0);
+        assert_eq!(
+            times(Some(1)),
+            Some(CpuTimes {
+                cpus: 2,
+                idle: 93.7,
+                steal: 3.0,
+                core_steal: Some(0.5)
+            })
+        );
+        assert_eq!(times(Some(0)).unwrap().core_steal, Some(2.5));
+        assert_eq!(times(Some(7)).unwrap().core_steal, None);
+        assert_eq!(times(None).unwrap().core_steal, None);
+        assert_eq!(CpuTimes::parse("intr 1\n", None, 10.0), None);
     }
 }

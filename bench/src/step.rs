@@ -4,11 +4,14 @@
 use serde::Serialize;
 
 use crate::pool::{Pool, Stats};
-use crate::procstat::CpuMeter;
+use crate::procstat::{CpuMeter, CpuTimes};
 use crate::publisher::{self, Plan, Report};
 use crate::servers::Server;
 
 /// Generator CPU above this share of its cores makes a step invalid.
+/// `bubble-crossgen` applies the same share to itself (its own `SATURATED`,
+/// kept apart so that the two generators share no code): change both
+/// together.
 pub const GEN_SATURATED: f64 = 0.95;
 /// More late sends (over `publisher::LATE_NS`) than this share makes a
 /// step invalid.
@@ -17,6 +20,11 @@ pub const MAX_LATE: f64 = 0.05;
 /// step is invalid: the generator's core was oversubscribed (by itself or by
 /// other processes) and it may not have read or sent in time.
 pub const GEN_MAX_WAIT: f64 = 0.25;
+/// Steal on the server's core (in cores) above which a step is invalid:
+/// the hypervisor ran something else while the server had work, so the
+/// step's latencies carry those pauses and its verdict says more about the
+/// host than about the server.
+pub const MAX_SERVER_STEAL: f64 = 0.1;
 /// Delivery ratio a sustainable step must reach.
 pub const MIN_RATIO: f64 = 0.999;
 
@@ -89,7 +97,11 @@ pub struct StepResult {
     pub steal_cores: f64,
     /// Of which on the server's core, in cores (0 when it is not pinned).
     pub server_core_steal: f64,
-    /// False when the generator saturated or fell behind.
+    /// The generator saturated or fell behind.
+    pub generator_bound: bool,
+    /// The server's core lost more than [`MAX_SERVER_STEAL`] to steal.
+    pub stolen: bool,
+    /// Neither generator-bound nor stolen from.
     pub valid: bool,
     /// Valid, ratio ≥ 0.999, p99 within the bound and no errors.
     pub sustainable: bool,
@@ -120,7 +132,13 @@ impl StepResult {
             self.late_share,
             self.dropped,
             self.loadavg,
-            if self.valid { "" } else { " INVALID(generator)" },
+            if self.generator_bound {
+                " INVALID(generator)"
+            } else if self.stolen {
+                " INVALID(steal)"
+            } else {
+                ""
+            },
             if self.sustainable { "" } else { " unsustainable" },
         )
     }
@@ -151,15 +169,30 @@ struct Cpu {
     server_core_steal: f64,
 }
 
+impl Cpu {
+    /// Whether the generator, on `gen_cores` cores and with `late_share` of
+    /// its sends late, could not keep up (see [`GEN_SATURATED`],
+    /// [`MAX_LATE`], [`GEN_MAX_WAIT`]).
+    fn generator_bound(&self, gen_cores: usize, late_share: f64) -> bool {
+        self.gen >= GEN_SATURATED * gen_cores as f64
+            || late_share > MAX_LATE
+            || self.gen_wait > GEN_MAX_WAIT
+    }
+
+    /// Whether the server's core lost more than [`MAX_SERVER_STEAL`].
+    fn stolen(&self) -> bool {
+        self.server_core_steal > MAX_SERVER_STEAL
+    }
+}
+
 /// The meters of one step.
 struct Meters {
     server: CpuMeter,
     generator: CpuMeter,
-    /// The machine's CPUs and idle seconds, and the clock, at the start.
-    machine: (Option<(usize, f64)>, u64),
-    /// The server's core, and the steal seconds of the machine and of
-    /// that core at the start.
-    steal: (Option<usize>, Option<(f64, Option<f64>)>),
+    /// The server's core (its steal is read apart).
+    server_core: Option<usize>,
+    /// The machine's CPU times, and the clock, at the start.
+    machine: (Option<CpuTimes>, u64),
 }
 
 impl Meters {
@@ -170,19 +203,13 @@ impl Meters {
                 env.server_core,
             ),
             generator: CpuMeter::start(vec![std::process::id()], None),
-            machine: (
-                crate::procstat::machine_idle_seconds(),
-                crate::clock::now_ns(),
-            ),
-            steal: (
-                env.server_core,
-                crate::procstat::steal_seconds(env.server_core),
-            ),
+            server_core: env.server_core,
+            machine: (CpuTimes::read(env.server_core), crate::clock::now_ns()),
         }
     }
 
     fn read(&self) -> Cpu {
-        let (steal, server_core_steal) = self.steal_cores();
+        let machine = self.machine_since_start();
         Cpu {
             server: self.server.cores(),
             server_user: self.server.user_cores(),
@@ -190,46 +217,43 @@ impl Meters {
             server_wait: self.server.waiting(),
             gen: self.generator.cores(),
             gen_wait: self.generator.waiting(),
-            machine: self.machine_cores(),
-            steal,
-            server_core_steal,
+            machine: machine.busy,
+            steal: machine.steal,
+            server_core_steal: machine.server_core_steal,
         }
     }
 
-    /// Steal since `start`, in cores: the machine's and the server core's.
-    fn steal_cores(&self) -> (f64, f64) {
-        let (core, Some((machine_before, core_before))) = self.steal else {
-            return (0.0, 0.0);
-        };
-        let Some((machine_now, core_now)) = crate::procstat::steal_seconds(core) else {
-            return (0.0, 0.0);
+    /// The machine since `start`, in cores, from one reading of its CPU
+    /// times (all zero when they cannot be read).
+    fn machine_since_start(&self) -> MachineCores {
+        let (Some(before), Some(now)) = (self.machine.0, CpuTimes::read(self.server_core)) else {
+            return MachineCores::default();
         };
         let wall = (crate::clock::now_ns() - self.machine.1) as f64 / 1e9;
         if wall <= 0.0 {
-            return (0.0, 0.0);
+            return MachineCores::default();
         }
-        let on_core = match (core_before, core_now) {
+        let server_core_steal = match (before.core_steal, now.core_steal) {
             (Some(before), Some(now)) => (now - before) / wall,
             _ => 0.0,
         };
-        ((machine_now - machine_before) / wall, on_core)
-    }
-
-    /// The machine's busy cores since `start`: its CPUs less their idle
-    /// time.
-    fn machine_cores(&self) -> f64 {
-        let (Some((cpus, before)), Some((_, now))) =
-            (self.machine.0, crate::procstat::machine_idle_seconds())
-        else {
-            return 0.0;
-        };
-        let wall = (crate::clock::now_ns() - self.machine.1) as f64 / 1e9;
-        if wall <= 0.0 {
-            0.0
-        } else {
-            (cpus as f64 - (now - before) / wall).max(0.0)
+        MachineCores {
+            busy: (now.cpus as f64 - (now.idle - before.idle) / wall).max(0.0),
+            steal: (now.steal - before.steal) / wall,
+            server_core_steal,
         }
     }
+}
+
+/// The machine over a step, in cores.
+#[derive(Default)]
+struct MachineCores {
+    /// Busy: its CPUs less their idle time.
+    busy: f64,
+    /// Stolen by the hypervisor, all CPUs together.
+    steal: f64,
+    /// Stolen from the server's core.
+    server_core_steal: f64,
 }
 
 /// The machine's one-minute load average.
@@ -283,9 +307,9 @@ fn judge(
     } else {
         rep.late as f64 / rep.scheduled as f64
     };
-    let valid = cpu.gen < GEN_SATURATED * env.gen_cores as f64
-        && late_share <= MAX_LATE
-        && cpu.gen_wait <= GEN_MAX_WAIT;
+    let generator_bound = cpu.generator_bound(env.gen_cores, late_share);
+    let stolen = cpu.stolen();
+    let valid = !generator_bound && !stolen;
     let throughput = completed as f64 / secs;
     let per_item = |cores: f64| {
         if throughput > 0.0 {
@@ -332,6 +356,8 @@ fn judge(
         loadavg: loadavg(),
         steal_cores: cpu.steal,
         server_core_steal: cpu.server_core_steal,
+        generator_bound,
+        stolen,
         valid,
         sustainable,
     }
@@ -559,6 +585,8 @@ pub(crate) mod tests {
             loadavg: 0.0,
             steal_cores: 0.0,
             server_core_steal: 0.0,
+            generator_bound: false,
+            stolen: false,
             valid: true,
             sustainable,
         }
@@ -579,6 +607,7 @@ pub(crate) mod tests {
             let valid = rate <= keeps_up;
             let ok = valid && rate <= capacity && !misses.contains(&step);
             Ok::<_, ()>(StepResult {
+                generator_bound: !valid,
                 valid,
                 ..outcome(step, rate, ok)
             })
@@ -603,6 +632,28 @@ pub(crate) mod tests {
                 (437.5, false, true)
             ]
         );
+    }
+
+    #[test]
+    fn steal_on_the_servers_core_invalidates_a_step_the_generator_kept_up_with() {
+        let cpu = |gen, server_core_steal| Cpu {
+            server: 0.5,
+            server_user: 0.1,
+            softirq: 0.0,
+            server_wait: 0.0,
+            gen,
+            gen_wait: 0.0,
+            machine: 1.0,
+            steal: server_core_steal,
+            server_core_steal,
+        };
+        let quiet = cpu(0.5, 0.05);
+        assert!(!quiet.generator_bound(1, 0.0) && !quiet.stolen());
+        let stolen = cpu(0.5, 0.2);
+        assert!(!stolen.generator_bound(1, 0.0) && stolen.stolen());
+        let saturated = cpu(0.96, 0.0);
+        assert!(saturated.generator_bound(1, 0.0) && !saturated.stolen());
+        assert!(quiet.generator_bound(1, MAX_LATE * 2.0));
     }
 
     #[test]

@@ -157,7 +157,7 @@ pub fn search(
     }
     Ok(AppendSearch {
         max_appends: step::max_sustainable(&results),
-        generator_bound: results.last().is_some_and(|s| !s.valid),
+        generator_bound: results.last().is_some_and(|s| s.generator_bound),
         steps,
     })
 }

@@ -333,7 +333,7 @@ pub fn measure(
         searches.push(Search {
             publishers,
             max_deliveries: step::max_sustainable(&steps),
-            generator_bound: steps.last().is_some_and(|s| !s.valid),
+            generator_bound: steps.last().is_some_and(|s| s.generator_bound),
             steps,
         });
     }

@@ -125,7 +125,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
         store: store.name(),
         transport: if ws { "ws" } else { "http" },
         max_deliveries: step::max_sustainable(&steps),
-        generator_bound: steps.last().is_some_and(|s| !s.valid),
+        generator_bound: steps.last().is_some_and(|s| s.generator_bound),
         steps,
     })
 }

@@ -49,10 +49,13 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long to wait for deliveries after the last scheduled send.
 const STRAGGLE: Duration = Duration::from_secs(3);
 /// This generator's CPU (it runs on one thread) at or above this share of
-/// its core makes a rate's figure invalid: a reader that falls behind lets
-/// the server's socket buffers fill, and the server's writes then leave in
-/// fewer, larger segments, so the server looks cheaper per delivery than
-/// under a client that keeps up.
+/// its core makes a rate's figure invalid: a reader that falls behind
+/// acknowledges late, and on a server socket without `TCP_NODELAY` (nchan's
+/// subscribers) Nagle's algorithm then holds the writes back and sends them
+/// as fewer, larger segments, so the server looks cheaper per delivery than
+/// under a client that keeps up. The same share as `bubble-bench`'s
+/// `GEN_SATURATED`, kept apart so that the two generators share no code:
+/// change both together.
 const SATURATED: f64 = 0.95;
 
 /// Pins the calling thread, and every thread it starts later, to `core`.
