@@ -189,8 +189,6 @@ impl Cpu {
 struct Meters {
     server: CpuMeter,
     generator: CpuMeter,
-    /// The server's core (its steal is read apart).
-    server_core: Option<usize>,
     /// The machine's CPU times, and the clock, at the start.
     machine: (Option<CpuTimes>, u64),
 }
@@ -203,13 +201,13 @@ impl Meters {
                 env.server_core,
             ),
             generator: CpuMeter::start(vec![std::process::id()], None),
-            server_core: env.server_core,
             machine: (CpuTimes::read(env.server_core), crate::clock::now_ns()),
         }
     }
 
-    fn read(&self) -> Cpu {
-        let machine = self.machine_since_start();
+    /// The step's CPU so far; `env` is the step's, as at the start.
+    fn read(&self, env: &StepEnv) -> Cpu {
+        let machine = self.machine_since_start(env.server_core);
         Cpu {
             server: self.server.cores(),
             server_user: self.server.user_cores(),
@@ -224,9 +222,10 @@ impl Meters {
     }
 
     /// The machine since `start`, in cores, from one reading of its CPU
-    /// times (all zero when they cannot be read).
-    fn machine_since_start(&self) -> MachineCores {
-        let (Some(before), Some(now)) = (self.machine.0, CpuTimes::read(self.server_core)) else {
+    /// times, `server_core`'s steal apart (all zero when they cannot be
+    /// read).
+    fn machine_since_start(&self, server_core: Option<usize>) -> MachineCores {
+        let (Some(before), Some(now)) = (self.machine.0, CpuTimes::read(server_core)) else {
             return MachineCores::default();
         };
         let wall = (crate::clock::now_ns() - self.machine.1) as f64 / 1e9;
@@ -386,7 +385,7 @@ pub fn delivery_step(
     let closed_before = pool.with_stats(|st: &Stats| st.closed);
     let meters = Meters::start(env);
     let rep = publisher::run_all(plans)?;
-    let cpu = meters.read();
+    let cpu = meters.read(env);
     let expected = rep.scheduled * fanout;
     let mut last = (0u64, crate::clock::now_ns());
     let deadline = crate::clock::now_ns() + 10_000_000_000;
@@ -432,7 +431,7 @@ pub fn ack_step(env: &StepEnv, plans: &[Plan]) -> Result<StepResult, publisher::
     let (step, rate) = step_and_rate(plans);
     let meters = Meters::start(env);
     let rep = publisher::run_all(plans)?;
-    let cpu = meters.read();
+    let cpu = meters.read(env);
     let hist = rep.ack.clone();
     Ok(judge(
         env,
