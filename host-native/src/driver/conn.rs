@@ -14,6 +14,13 @@
 //! task's to write. One writer at a time, decided under the queue's lock,
 //! keeps the bytes in order. The queue is bounded in frames (queued or being
 //! written); a full queue is a slow consumer.
+//!
+//! A fan-out's frame is shared, not copied: when it is the only thing an
+//! idle socket has queued, the socket holds a reference to the one encoded
+//! frame and the send reads it from there, so a fan-out writes no
+//! per-recipient buffer and the kernel copies every recipient's bytes from
+//! the same few cache lines. Anything queued behind it, or a send the
+//! kernel takes only part of, copies it into the socket's own bytes first.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -30,8 +37,8 @@ pub(crate) enum OutMsg<'a> {
     /// Write a serialized text frame.
     Frame(&'a str),
     /// Write a frame already encoded, header and payload: a fan-out's
-    /// frame, encoded once for all its recipients.
-    Encoded(&'a [u8]),
+    /// frame, encoded once and shared by all its recipients.
+    Shared(&'a Arc<[u8]>),
     /// Write a WebSocket Ping.
     Ping,
     /// Write a Close frame with this code and stop.
@@ -63,6 +70,9 @@ pub(crate) enum Due {
 struct State {
     /// Encoded frames not yet written, in order.
     bytes: Vec<u8>,
+    /// A shared frame queued alone: written before anything in `bytes`,
+    /// which is empty while it is here.
+    shared: Option<Arc<[u8]>>,
     /// Frames in `bytes` (a frame partly sent counts until it is done).
     queued: usize,
     /// Frames the socket's task took and has not finished writing.
@@ -100,8 +110,28 @@ impl State {
 
     /// Hands writing to the socket's task.
     fn hand_over(&mut self) {
+        self.own_shared();
         self.task_writes = true;
         self.wake();
+    }
+
+    /// Copies a shared frame queued alone into `bytes`, before something
+    /// joins it there.
+    fn own_shared(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            self.bytes.extend_from_slice(&shared);
+        }
+    }
+
+    /// What is queued to write: the shared frame, or the socket's bytes.
+    fn queued_bytes(&self) -> &[u8] {
+        self.shared.as_deref().unwrap_or(&self.bytes)
+    }
+
+    /// Drops everything queued.
+    fn drop_queued(&mut self) {
+        self.bytes = Vec::new();
+        self.shared = None;
     }
 }
 
@@ -169,6 +199,7 @@ impl Outbound {
         into.clear();
         let mut state = self.lock();
         state.writing = 0;
+        state.own_shared();
         if state.bytes.is_empty() {
             state.task_writes = false;
             if into.capacity() > frame::KEEP_BUFFER {
@@ -186,6 +217,7 @@ impl Outbound {
     /// reply) for the socket's task to write.
     pub(crate) fn append(&self, bytes: &[u8]) {
         let mut state = self.lock();
+        state.own_shared();
         state.bytes.extend_from_slice(bytes);
         state.task_writes = true;
     }
@@ -207,7 +239,7 @@ impl Outbound {
     pub(crate) fn gone(&self) {
         let mut state = self.lock();
         state.fd = None;
-        state.bytes = Vec::new();
+        state.drop_queued();
         state.waker = None;
     }
 
@@ -224,9 +256,21 @@ impl Outbound {
             .admit(state.queued + state.writing)
             .map_err(QueueError::Full)?;
         match msg {
-            OutMsg::Frame(text) => frame::encode_text(&mut state.bytes, text.as_bytes()),
-            OutMsg::Encoded(bytes) => state.bytes.extend_from_slice(bytes),
-            OutMsg::Ping => frame::encode_ping(&mut state.bytes),
+            OutMsg::Shared(shared) if state.bytes.is_empty() && state.shared.is_none() => {
+                state.shared = Some(shared.clone());
+            }
+            OutMsg::Shared(shared) => {
+                state.own_shared();
+                state.bytes.extend_from_slice(shared);
+            }
+            OutMsg::Frame(text) => {
+                state.own_shared();
+                frame::encode_text(&mut state.bytes, text.as_bytes());
+            }
+            OutMsg::Ping => {
+                state.own_shared();
+                frame::encode_ping(&mut state.bytes);
+            }
             OutMsg::Close(code) => {
                 state.close = Some(code);
                 state.wake();
@@ -259,7 +303,7 @@ impl Outbound {
     fn begin_flush(&self) -> Option<Flushing<'_>> {
         let mut state = self.lock();
         state.due = false;
-        if state.task_writes || state.kill.is_some() || state.bytes.is_empty() {
+        if state.task_writes || state.kill.is_some() || state.queued_bytes().is_empty() {
             return None;
         }
         state.fd.as_ref()?;
@@ -277,7 +321,7 @@ impl Outbound {
         if state.kill.is_none() {
             state.kill = Some(code);
         }
-        state.bytes = Vec::new();
+        state.drop_queued();
         state.queued = 0;
         state.wake();
     }
@@ -300,13 +344,13 @@ impl Flushing<'_> {
 
     /// The bytes to send.
     pub(crate) fn bytes(&self) -> &[u8] {
-        &self.state.bytes
+        self.state.queued_bytes()
     }
 
     /// Sends the bytes with one non-blocking `send` and finishes.
     pub(crate) fn send_now(self) {
         let sent = match self.state.fd.as_ref() {
-            Some(fd) => send_now(fd.as_ref(), &self.state.bytes),
+            Some(fd) => send_now(fd.as_ref(), self.bytes()),
             None => Sent::Failed,
         };
         self.finish(sent);
@@ -317,6 +361,7 @@ impl Flushing<'_> {
         let state = &mut self.state;
         match sent {
             Sent::All => {
+                state.shared = None;
                 state.bytes.clear();
                 state.queued = 0;
                 if state.bytes.capacity() > frame::KEEP_BUFFER {
@@ -324,6 +369,7 @@ impl Flushing<'_> {
                 }
             }
             Sent::Part(n) => {
+                state.own_shared();
                 state.bytes.drain(..n);
                 state.hand_over();
             }
@@ -462,19 +508,101 @@ pub(super) mod tests {
         assert_eq!(handle.push(OutMsg::Frame("c")), Ok(Due::Flush));
     }
 
-    #[test]
-    fn an_encoded_frame_is_written_as_is_and_counts_as_one_frame() {
-        let (handle, _out, mut peer) = pair(2);
+    fn shared(text: &str) -> Arc<[u8]> {
         let mut encoded = Vec::new();
-        frame::encode_text(&mut encoded, b"fan");
-        assert_eq!(handle.push(OutMsg::Encoded(&encoded)), Ok(Due::Flush));
-        assert_eq!(handle.push(OutMsg::Encoded(&encoded)), Ok(Due::Nothing));
+        frame::encode_text(&mut encoded, text.as_bytes());
+        Arc::from(encoded)
+    }
+
+    #[test]
+    fn a_shared_frame_is_written_as_is_and_counts_as_one_frame() {
+        let (handle, _out, mut peer) = pair(2);
+        let fan = shared("fan");
+        assert_eq!(handle.push(OutMsg::Shared(&fan)), Ok(Due::Flush));
+        assert_eq!(handle.push(OutMsg::Shared(&fan)), Ok(Due::Nothing));
         assert_eq!(
-            handle.push(OutMsg::Encoded(&encoded)),
+            handle.push(OutMsg::Shared(&fan)),
             Err(QueueError::Full(SlowConsumer))
         );
         handle.flush();
-        assert_eq!(read_all(&mut peer), [encoded.clone(), encoded].concat());
+        assert_eq!(read_all(&mut peer), [&fan[..], &fan[..]].concat());
+        assert_eq!(
+            Arc::strong_count(&fan),
+            1,
+            "no socket holds the frame once it is sent"
+        );
+    }
+
+    #[test]
+    fn what_follows_a_shared_frame_is_written_after_it() {
+        let (handle, _out, mut peer) = pair(8);
+        let fan = shared("fan");
+        handle.push(OutMsg::Shared(&fan)).unwrap();
+        handle.push(OutMsg::Frame("own")).unwrap();
+        handle.push(OutMsg::Ping).unwrap();
+        handle.push(OutMsg::Shared(&fan)).unwrap();
+        handle.flush();
+        let mut want = fan.to_vec();
+        frame::encode_text(&mut want, b"own");
+        frame::encode_ping(&mut want);
+        want.extend_from_slice(&fan);
+        assert_eq!(read_all(&mut peer), want);
+    }
+
+    #[test]
+    fn the_task_takes_a_shared_frame_the_engine_has_not_written() {
+        let (handle, out, _peer) = pair(8);
+        let fan = shared("fan");
+        handle.push(OutMsg::Shared(&fan)).unwrap();
+        handle.push(OutMsg::WantDrained).unwrap();
+        out.append(b"pong");
+        let mut taken = Vec::new();
+        assert!(out.take(&mut taken));
+        assert_eq!(
+            taken,
+            [&fan[..], b"pong"].concat(),
+            "the frame first, then the task's own bytes"
+        );
+        assert_eq!(Arc::strong_count(&fan), 1);
+        handle.flush();
+        assert!(!out.take(&mut taken), "nothing is written twice");
+    }
+
+    #[test]
+    fn a_shared_frame_the_kernel_takes_part_of_goes_on_from_the_task() {
+        let (handle, out, mut peer) = pair(8);
+        let fan = shared(&"x".repeat(4 << 20));
+        handle.push(OutMsg::Shared(&fan)).unwrap();
+        handle.flush();
+        assert!(ready(&out), "the rest is handed to the task");
+        assert_eq!(
+            Arc::strong_count(&fan),
+            1,
+            "the rest is the socket's own copy"
+        );
+        let mut got = read_all(&mut peer);
+        let mut taken = Vec::new();
+        while out.take(&mut taken) {
+            got.extend_from_slice(&taken);
+        }
+        got.extend(read_all(&mut peer));
+        assert_eq!(got.len(), fan.len());
+        assert!(got[..] == fan[..], "bytes arrive whole and in order");
+    }
+
+    #[test]
+    fn a_kill_drops_a_queued_shared_frame() {
+        let (handle, out, _peer) = pair(8);
+        let fan = shared("fan");
+        handle.push(OutMsg::Shared(&fan)).unwrap();
+        handle.kill(SlowConsumer.close_code());
+        assert_eq!(Arc::strong_count(&fan), 1);
+        assert_eq!(out.turn(), Some(Turn::Kill(1013)));
+        let mut taken = Vec::new();
+        assert!(
+            !out.take(&mut taken),
+            "nothing of the engine's is left to write"
+        );
     }
 
     #[test]

@@ -170,8 +170,6 @@ struct Driver {
     answered: Vec<ReadDone>,
     /// Sockets with frames queued this turn, written at its end.
     due: Vec<ConnId>,
-    /// A fan-out's frame, encoded once (kept for reuse).
-    encoded: Vec<u8>,
     /// The link to the other nodes, in cluster mode.
     broker: Option<Broker>,
     /// Pusher webhook delivery.
@@ -415,7 +413,6 @@ impl Driver {
             reads,
             answered: Vec::new(),
             due: Vec::new(),
-            encoded: Vec::new(),
             broker,
             webhooks,
             keys,
@@ -781,17 +778,14 @@ impl Driver {
     }
 
     /// Queues one frame to each of `conns`, its WebSocket framing encoded
-    /// once: each socket's share is one copy of the encoded bytes.
+    /// once and shared by every recipient (see [`conn`]).
     fn queue_all(&mut self, conns: &[ConnId], frame: &str) {
-        let mut encoded = std::mem::take(&mut self.encoded);
-        encoded.clear();
+        let mut encoded = Vec::new();
         crate::ws::frame::encode_text(&mut encoded, frame.as_bytes());
+        let encoded: Arc<[u8]> = Arc::from(encoded);
         for (i, &conn) in conns.iter().enumerate() {
             self.conns.prefetch_ahead(conns, i);
-            self.queue(conn, OutMsg::Encoded(&encoded));
-        }
-        if encoded.capacity() <= crate::ws::frame::KEEP_BUFFER {
-            self.encoded = encoded;
+            self.queue(conn, OutMsg::Shared(&encoded));
         }
     }
 

@@ -232,6 +232,26 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_frame_reaches_every_socket_of_a_submission() {
+        let (ids, mut table) = table();
+        let mut sockets: Vec<_> = (0..40).map(|_| open(&ids, &mut table)).collect();
+        let mut encoded = Vec::new();
+        crate::ws::frame::encode_text(&mut encoded, b"fan");
+        let fan: Arc<[u8]> = Arc::from(encoded);
+        let due: Vec<_> = sockets.iter().map(|(conn, _, _)| *conn).collect();
+        for conn in &due {
+            let handle = table.get(*conn).expect("open");
+            handle.push(OutMsg::Shared(&fan)).expect("room");
+        }
+        table.flush(&due);
+        assert_eq!(Arc::strong_count(&fan), 1, "every send completed");
+        for (i, (_, out, peer)) in sockets.iter_mut().enumerate() {
+            assert_eq!(read_all(peer), fan[..], "socket {i}");
+            assert_eq!(out.turn(), None, "the engine wrote everything");
+        }
+    }
+
+    #[test]
     fn what_the_kernel_does_not_take_goes_to_the_task() {
         let (ids, mut table) = table();
         let (conn, out, mut peer) = open(&ids, &mut table);
