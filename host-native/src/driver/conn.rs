@@ -73,7 +73,8 @@ struct State {
     /// A shared frame queued alone: written before anything in `bytes`,
     /// which is empty while it is here.
     shared: Option<Arc<[u8]>>,
-    /// Frames in `bytes` (a frame partly sent counts until it is done).
+    /// Frames in `shared` and `bytes` (a frame partly sent counts until it
+    /// is done).
     queued: usize,
     /// Frames the socket's task took and has not finished writing.
     writing: usize,
