@@ -111,17 +111,18 @@ impl State {
 
     /// Hands writing to the socket's task.
     fn hand_over(&mut self) {
-        self.own_shared();
+        self.own_bytes();
         self.task_writes = true;
         self.wake();
     }
 
-    /// Copies a shared frame queued alone into `bytes`, before something
-    /// joins it there.
-    fn own_shared(&mut self) {
+    /// The socket's own bytes, a shared frame queued alone copied in first
+    /// (before something joins it, or the task takes the queue).
+    fn own_bytes(&mut self) -> &mut Vec<u8> {
         if let Some(shared) = self.shared.take() {
             self.bytes.extend_from_slice(&shared);
         }
+        &mut self.bytes
     }
 
     /// What is queued to write: the shared frame, or the socket's bytes.
@@ -200,8 +201,7 @@ impl Outbound {
         into.clear();
         let mut state = self.lock();
         state.writing = 0;
-        state.own_shared();
-        if state.bytes.is_empty() {
+        if state.own_bytes().is_empty() {
             state.task_writes = false;
             if into.capacity() > frame::KEEP_BUFFER {
                 *into = Vec::new();
@@ -218,8 +218,7 @@ impl Outbound {
     /// reply) for the socket's task to write.
     pub(crate) fn append(&self, bytes: &[u8]) {
         let mut state = self.lock();
-        state.own_shared();
-        state.bytes.extend_from_slice(bytes);
+        state.own_bytes().extend_from_slice(bytes);
         state.task_writes = true;
     }
 
@@ -260,18 +259,9 @@ impl Outbound {
             OutMsg::Shared(shared) if state.bytes.is_empty() && state.shared.is_none() => {
                 state.shared = Some(shared.clone());
             }
-            OutMsg::Shared(shared) => {
-                state.own_shared();
-                state.bytes.extend_from_slice(shared);
-            }
-            OutMsg::Frame(text) => {
-                state.own_shared();
-                frame::encode_text(&mut state.bytes, text.as_bytes());
-            }
-            OutMsg::Ping => {
-                state.own_shared();
-                frame::encode_ping(&mut state.bytes);
-            }
+            OutMsg::Shared(shared) => state.own_bytes().extend_from_slice(shared),
+            OutMsg::Frame(text) => frame::encode_text(state.own_bytes(), text.as_bytes()),
+            OutMsg::Ping => frame::encode_ping(state.own_bytes()),
             OutMsg::Close(code) => {
                 state.close = Some(code);
                 state.wake();
@@ -370,8 +360,7 @@ impl Flushing<'_> {
                 }
             }
             Sent::Part(n) => {
-                state.own_shared();
-                state.bytes.drain(..n);
+                state.own_bytes().drain(..n);
                 state.hand_over();
             }
             Sent::Failed => state.hand_over(),
@@ -509,7 +498,8 @@ pub(super) mod tests {
         assert_eq!(handle.push(OutMsg::Frame("c")), Ok(Due::Flush));
     }
 
-    fn shared(text: &str) -> Arc<[u8]> {
+    /// `text` as a fan-out's shared frame.
+    pub(in crate::driver) fn shared(text: &str) -> Arc<[u8]> {
         let mut encoded = Vec::new();
         frame::encode_text(&mut encoded, text.as_bytes());
         Arc::from(encoded)

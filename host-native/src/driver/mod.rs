@@ -170,6 +170,8 @@ struct Driver {
     answered: Vec<ReadDone>,
     /// Sockets with frames queued this turn, written at its end.
     due: Vec<ConnId>,
+    /// Where a fan-out's frame is encoded before it is shared (kept for reuse).
+    encoded: Vec<u8>,
     /// The link to the other nodes, in cluster mode.
     broker: Option<Broker>,
     /// Pusher webhook delivery.
@@ -413,6 +415,7 @@ impl Driver {
             reads,
             answered: Vec::new(),
             due: Vec::new(),
+            encoded: Vec::new(),
             broker,
             webhooks,
             keys,
@@ -780,9 +783,12 @@ impl Driver {
     /// Queues one frame to each of `conns`, its WebSocket framing encoded
     /// once and shared by every recipient (see [`conn`]).
     fn queue_all(&mut self, conns: &[ConnId], frame: &str) {
-        let mut encoded = Vec::new();
-        crate::ws::frame::encode_text(&mut encoded, frame.as_bytes());
-        let encoded: Arc<[u8]> = Arc::from(encoded);
+        self.encoded.clear();
+        crate::ws::frame::encode_text(&mut self.encoded, frame.as_bytes());
+        let encoded: Arc<[u8]> = Arc::from(self.encoded.as_slice());
+        if self.encoded.capacity() > crate::ws::frame::KEEP_BUFFER {
+            self.encoded = Vec::new();
+        }
         for (i, &conn) in conns.iter().enumerate() {
             self.conns.prefetch_ahead(conns, i);
             self.queue(conn, OutMsg::Shared(&encoded));

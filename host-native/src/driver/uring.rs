@@ -174,7 +174,7 @@ impl Ring {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conn::tests::read_all;
+    use super::super::conn::tests::{read_all, shared};
     use super::super::conn::{ConnHandle, OutMsg, Outbound, Turn};
     use super::super::table::{ConnIds, Table};
     use super::*;
@@ -235,9 +235,7 @@ mod tests {
     fn a_shared_frame_reaches_every_socket_of_a_submission() {
         let (ids, mut table) = table();
         let mut sockets: Vec<_> = (0..40).map(|_| open(&ids, &mut table)).collect();
-        let mut encoded = Vec::new();
-        crate::ws::frame::encode_text(&mut encoded, b"fan");
-        let fan: Arc<[u8]> = Arc::from(encoded);
+        let fan = shared("fan");
         let due: Vec<_> = sockets.iter().map(|(conn, _, _)| *conn).collect();
         for conn in &due {
             let handle = table.get(*conn).expect("open");
