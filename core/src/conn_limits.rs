@@ -7,11 +7,10 @@
 //! is known only once it is open, gets an unscoped `rate_limited` error and
 //! close 1013.
 
-use std::collections::HashMap;
-
 use crate::error::BubbleError;
 use crate::http::HttpResponse;
 use crate::ids::{ConnId, PrincipalId};
+use crate::maps::HashMap;
 
 /// Seconds a client refused for the global limit is told to wait.
 pub(crate) const BUSY_RETRY_AFTER_S: u64 = 5;

@@ -1,8 +1,6 @@
 //! The engine: inputs in, outputs out, time as an argument. Dispatches to the
 //! threads and channels state machines; decides nothing itself.
 
-use std::collections::HashMap;
-
 use crate::auth::{AuthError, Authenticator, KeyWait, Waiter};
 use crate::channels::Channels;
 use crate::cluster::{ClusterMessage, NodeState};
@@ -16,6 +14,7 @@ use crate::http_rate::HttpRates;
 use crate::idgen::IdGen;
 use crate::ids::{ConnId, Millis, PrincipalId, RequestId, ThreadId};
 use crate::io::{CloseReason, Input, Misuse, Output};
+use crate::maps::HashMap;
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::threads::Threads;
@@ -97,7 +96,7 @@ impl Engine {
             heartbeats: Heartbeats::new(config.heartbeat),
             http_rates: HttpRates::default(),
             principal_conns: PrincipalConns::default(),
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             out: Outbox::default(),
             ids: IdGen::new(seed),
             metrics: Metrics::default(),

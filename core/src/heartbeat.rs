@@ -6,10 +6,11 @@
 //! anything from it (a message or a Pong), and expires `pong_timeout_ms`
 //! after it was last heard.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::config::Heartbeat;
 use crate::ids::{ConnId, Millis};
+use crate::maps::HashMap;
 
 /// What a due heartbeat asks the host to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

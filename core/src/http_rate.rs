@@ -7,12 +7,13 @@
 //! seconds until the oldest request in the window leaves it. Time is the
 //! engine's input; nothing here reads a clock.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 
 use crate::error::BubbleError;
 use crate::http::HttpResponse;
 use crate::ids::Millis;
+use crate::maps::HashMap;
 
 /// A request refused by [`HttpRates::check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,7 @@ pub(crate) struct HttpRates<K> {
 impl<K> Default for HttpRates<K> {
     fn default() -> HttpRates<K> {
         HttpRates {
-            recent: HashMap::new(),
+            recent: HashMap::default(),
             swept: 0,
         }
     }

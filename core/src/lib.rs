@@ -91,6 +91,8 @@ mod http_rate;
 mod idgen;
 pub mod ids;
 mod io;
+mod json;
+mod maps;
 pub mod metrics;
 pub mod model;
 mod outbox;

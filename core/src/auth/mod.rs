@@ -18,14 +18,13 @@
 //! the last one has not passed, or [`MAX_WAITING`] wait already) it is
 //! refused at once.
 
-use std::collections::HashMap;
-
 use hmac::{Hmac, Mac};
 use sha2::{Digest as _, Sha256};
 
 use crate::config::{AuthConfig, ClaimRules};
 use crate::error::BubbleError;
 use crate::ids::{Millis, PrincipalId};
+use crate::maps::HashMap;
 
 pub mod jwks;
 mod jwt;

@@ -9,6 +9,7 @@ use crate::edge::{bearer, channels_endpoint, ChannelsEndpoint as Endpoint};
 use crate::http::{HttpRequest, HttpResponse, Method};
 use crate::ids::{ClaimId, RequestId};
 use crate::io::Output;
+use crate::json::push_json_str;
 
 use super::fanout;
 use super::frames;
@@ -165,10 +166,10 @@ fn accepted_body(accepted: &Accepted, duplicate: bool) -> HttpResponse {
         if i > 0 {
             body.push(',');
         }
-        frames::push_json_str(&mut body, channel);
+        push_json_str(&mut body, channel);
     }
     body.push_str(r#"],"publicationId":"#);
-    frames::push_json_str(&mut body, &accepted.publication_id);
+    push_json_str(&mut body, &accepted.publication_id);
     body.push_str(if duplicate {
         r#","duplicate":true}"#
     } else {

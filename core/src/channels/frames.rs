@@ -9,22 +9,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::io::{ChannelProtocol, SharedFrame};
+use crate::json::push_json_str;
 
 fn frame(value: &Value) -> SharedFrame {
     SharedFrame::from(value.to_string())
-}
-
-/// Appends `s` as a JSON string, written as `serde_json` writes it: as is
-/// between quotes when nothing in it needs escaping (a channel name, an
-/// id), through `serde_json` otherwise.
-pub(crate) fn push_json_str(out: &mut String, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.push_str(&serde_json::to_string(s).unwrap_or_default());
-    } else {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-    }
 }
 
 /// `pubb:connection_established`, `data` = `{"socket_id","activity_timeout"}` as a string.

@@ -1,10 +1,14 @@
 //! HTTP publish: request validation and `Idempotency-Key` retention.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::fmt;
 
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::ids::{ClaimId, Millis, RequestId};
+use crate::json::json_len;
+use crate::maps::HashMap;
 
 /// Most channels one publication may target.
 pub const MAX_PUBLISH_CHANNELS: usize = 100;
@@ -86,10 +90,10 @@ pub(crate) fn parse_publication(
     body: &[u8],
     max_data_bytes: usize,
 ) -> Result<Publication, PublishError> {
-    let Ok(Value::Object(mut fields)) = serde_json::from_slice::<Value>(body) else {
+    let Ok(fields) = serde_json::from_slice::<Fields>(body) else {
         return Err(PublishError::InvalidBody);
     };
-    let channels = match fields.remove("channel") {
+    let channels = match fields.channel {
         Some(Value::String(one)) => vec![one],
         Some(Value::Array(many)) if (1..=MAX_PUBLISH_CHANNELS).contains(&many.len()) => many
             .into_iter()
@@ -107,15 +111,15 @@ pub(crate) fn parse_publication(
             unique.push(channel);
         }
     }
-    let name = match fields.remove("name") {
+    let name = match fields.name {
         Some(Value::String(name)) if is_valid_name(&name) => name,
         _ => return Err(PublishError::InvalidEventName),
     };
-    let data = fields.remove("data").unwrap_or(Value::Null);
+    let data = fields.data.unwrap_or(Value::Null);
     if json_len(&data) > max_data_bytes {
         return Err(PublishError::DataTooLarge(max_data_bytes));
     }
-    let socket_id = match fields.remove("socket_id") {
+    let socket_id = match fields.socket_id {
         None | Some(Value::Null) => None,
         Some(Value::String(id)) => Some(id),
         Some(_) => return Err(PublishError::InvalidSocketId),
@@ -126,6 +130,78 @@ pub(crate) fn parse_publication(
         data,
         socket_id,
     })
+}
+
+/// The fields of a publish body the seed names, each still unchecked JSON.
+/// Read straight from the body: no tree of the whole object is built, other
+/// fields are skipped, and a field given twice keeps its last value.
+#[derive(Default)]
+struct Fields {
+    channel: Option<Value>,
+    name: Option<Value>,
+    data: Option<Value>,
+    socket_id: Option<Value>,
+}
+
+/// A key of a publish body.
+enum Field {
+    Channel,
+    Name,
+    Data,
+    SocketId,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Field, D::Error> {
+        struct Keys;
+        impl Visitor<'_> for Keys {
+            type Value = Field;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+                Ok(match key {
+                    "channel" => Field::Channel,
+                    "name" => Field::Name,
+                    "data" => Field::Data,
+                    "socket_id" => Field::SocketId,
+                    _ => Field::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(Keys)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Fields, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Fields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(key) = map.next_key::<Field>()? {
+                    let slot = match key {
+                        Field::Channel => &mut fields.channel,
+                        Field::Name => &mut fields.name,
+                        Field::Data => &mut fields.data,
+                        Field::SocketId => &mut fields.socket_id,
+                        Field::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
 }
 
 fn check_channel(channel: &str) -> Result<(), PublishError> {
@@ -140,26 +216,6 @@ fn check_channel(channel: &str) -> Result<(), PublishError> {
 
 fn is_valid_name(name: &str) -> bool {
     !name.trim().is_empty() && name.chars().count() <= MAX_PUBLISH_NAME_CHARS
-}
-
-/// Bytes of the compact JSON serialization of `value`.
-/// The length of `value` serialized as JSON.
-pub(crate) fn json_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => usize::MAX,
-    }
 }
 
 /// Checks an `Idempotency-Key` header: 1–128 printable, nonspace ASCII.
@@ -432,6 +488,37 @@ mod tests {
             Err(PublishError::InvalidBody)
         );
         assert_eq!(parse_publication(b"{", 10), Err(PublishError::InvalidBody));
+    }
+
+    #[test]
+    fn the_body_is_read_as_a_json_object_would_be() {
+        let read = |body: &str| parse_publication(body.as_bytes(), 1024);
+        // A field given twice keeps its last value, whatever the first was.
+        let p = read(r#"{"name":5,"channel":"a","name":"second"}"#).unwrap();
+        assert_eq!(p.name, "second");
+        // Escaped keys are the keys they spell; other fields are skipped,
+        // however deep.
+        let p = read(
+            r#"{"ch\u0061nnel":"a","n\u0061me":"e","info":{"x":[1,{"y":null}]},"channels":5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.channels, p.name),
+            (vec!["a".to_string()], "e".to_string())
+        );
+        let p = read(r#"{"channel":"a","name":"e","data":{"k":[1,"v"]}}"#).unwrap();
+        assert_eq!(p.data, json!({"k":[1,"v"]}));
+        for bad in [
+            "null",
+            "\"text\"",
+            "5",
+            "{\"channel\":\"a\",\"name\":\"e\"} x",
+            "{\"channel\":\"a\",\"name\":\"e\",\"info\":[1,}",
+            "{\"channel\":\"a\",\"name\":\"e\",}",
+            "\u{feff}{}",
+        ] {
+            assert_eq!(read(bad), Err(PublishError::InvalidBody), "{bad}");
+        }
     }
 
     #[test]

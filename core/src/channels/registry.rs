@@ -5,12 +5,13 @@
 //! here; a presence channel's members are kept while it has members on any
 //! node of the cluster (so a socket subscribing later sees them all).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::config::AppConfig;
 use crate::http_rate::HttpRates;
 use crate::ids::ConnId;
 use crate::io::ChannelProtocol;
+use crate::maps::HashMap;
 
 use super::peers::Peers;
 use super::presence::{Arrival, Departure, Identity, Presence};
@@ -201,7 +202,7 @@ impl Registry {
                 config: config.clone(),
                 channels: BTreeMap::new(),
                 presence: BTreeMap::new(),
-                sockets_by_id: HashMap::new(),
+                sockets_by_id: HashMap::default(),
                 idempotency: IdempotencyKeys::default(),
                 remote_counts: BTreeMap::new(),
             });

@@ -294,7 +294,7 @@ impl Edge {
 
 /// Whether `raw` is a path of an engine API.
 fn is_api(raw: &str) -> bool {
-    path::segments(raw).is_ok_and(|s| path::api_of(&s).is_some())
+    path::api_of_path(raw).is_ok_and(|api| api.is_some())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -63,7 +63,13 @@ pub(crate) enum Api {
 /// The engine API of decoded `segments`, if any.
 pub(crate) fn api_of(segments: &[Cow<'_, str>]) -> Option<Api> {
     let first = |n: usize| segments.get(n).map(|s| s.as_ref());
-    match (first(0), first(1), segments.len()) {
+    api_of_first(first(0), first(1), segments.len())
+}
+
+/// The engine API of a path whose first two segments are `first` and
+/// `second`, `len` segments in all.
+fn api_of_first(first: Option<&str>, second: Option<&str>, len: usize) -> Option<Api> {
+    match (first, second, len) {
         (Some("v1"), Some("threads"), _) => Some(Api::Threads),
         (Some("api"), Some("apps"), 3..) => Some(Api::Channels),
         (Some("apps"), _, 2..) => Some(Api::Pusher),
@@ -71,13 +77,29 @@ pub(crate) fn api_of(segments: &[Cow<'_, str>]) -> Option<Api> {
     }
 }
 
+/// The engine API of a raw path: every segment checked as [`segments`]
+/// checks it, only the first two kept (no allocation for a plain path).
+pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
+    let Some(rest) = raw.strip_prefix('/') else {
+        return Ok(None);
+    };
+    let (mut first, mut second, mut len) = (None, None, 0);
+    for raw_segment in rest.split('/') {
+        let decoded = segment(raw_segment)?;
+        match len {
+            0 => first = Some(decoded),
+            1 => second = Some(decoded),
+            _ => {}
+        }
+        len += 1;
+    }
+    Ok(api_of_first(first.as_deref(), second.as_deref(), len))
+}
+
 /// The API of an engine request's raw path (threads unless it is the
 /// channels API: the threads router answers 404 for what it does not know).
 pub(crate) fn engine_api(raw: &str) -> Api {
-    match segments(raw) {
-        Ok(s) => api_of(&s).unwrap_or(Api::Threads),
-        Err(_) => Api::Threads,
-    }
+    api_of_path(raw).ok().flatten().unwrap_or(Api::Threads)
 }
 
 /// The decoded segments after `/v1/threads` (`None`: not a threads path).
@@ -164,6 +186,33 @@ mod tests {
             threads_segments("/v1/threads/%zz"),
             Err(PathError::Encoding)
         );
+    }
+
+    #[test]
+    fn the_api_of_a_raw_path_is_the_api_of_its_segments() {
+        for raw in [
+            "/v1/threads",
+            "/v1/threads/t-1/events",
+            "/v1/%74hreads/x",
+            "/v1/threads/%zz",
+            "/v1/threads/..",
+            "/api/apps/a/events",
+            "/api/apps/",
+            "/api/apps",
+            "/api/%61pps/a/events",
+            "/apps/1/events",
+            "/apps/",
+            "/apps",
+            "/socket",
+            "/",
+            "",
+            "*",
+            "/v1",
+            "/a%2Fb/threads",
+        ] {
+            let whole = segments(raw).map(|s| api_of(&s));
+            assert_eq!(api_of_path(raw), whole, "{raw}");
+        }
     }
 
     #[test]

@@ -52,8 +52,6 @@
 //! );
 //! ```
 
-use std::collections::HashMap;
-
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -63,6 +61,7 @@ mod partial_json;
 mod stream;
 mod tools;
 
+use crate::maps::HashMap;
 use message::Message;
 use stream::StreamState;
 pub use stream::ROLE_CHUNK;

@@ -2,12 +2,11 @@
 //! `processUIMessageStream`, chunk by chunk, for text, reasoning, files,
 //! sources, data parts, steps and metadata (tool chunks are in `tools`).
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use crate::fold::message::{merge_metadata, Message, Role};
 use crate::fold::tools::{self, PartialTool};
+use crate::maps::HashMap;
 
 /// The chunk type whose `data` sets the role of the message being folded.
 pub const ROLE_CHUNK: &str = "data-bubble-role";
@@ -44,8 +43,8 @@ impl StreamState {
     /// A stream that continues `message` (`createStreamingUIMessageState`).
     pub(crate) fn over(message: &Message) -> StreamState {
         StreamState {
-            text: HashMap::new(),
-            reasoning: HashMap::new(),
+            text: HashMap::default(),
+            reasoning: HashMap::default(),
             partial: tools::restore(&message.parts),
         }
     }

@@ -7,12 +7,11 @@
 //! from it when the part is read ([`derived_input`]), so a long input costs
 //! one parse per read instead of one per delta.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use crate::fold::partial_json::parse_partial_json;
 use crate::fold::stream::{step_start, text, Rejected};
+use crate::maps::HashMap;
 
 /// A tool call whose input is streaming (`partialToolCalls` in the SDK).
 #[derive(Debug, Clone, PartialEq)]
@@ -251,7 +250,7 @@ fn invocation(parts: &[Map<String, Value>], call: &str) -> Result<usize, Rejecte
 /// The stream's partial tool calls, rebuilt from a message it continues
 /// (`createStreamingUIMessageState`).
 pub(crate) fn restore(parts: &[Map<String, Value>]) -> HashMap<String, PartialTool> {
-    let mut partial = HashMap::new();
+    let mut partial = HashMap::default();
     for part in &parts[step_start(parts)..] {
         if !is_tool(part) || text(part, "state") != "input-streaming" {
             continue;

@@ -1,11 +1,12 @@
 //! The in-memory backend: thread records, one growing vector of events per
 //! thread, and the idempotency index.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::ids::ThreadId;
+use crate::maps::HashMap;
 use crate::model::StoredEvent;
 use crate::store::{Backend, Batch, ReadQuery, ReadResult, StoreError, ThreadWrites, Write};
 

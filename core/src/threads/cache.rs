@@ -8,9 +8,8 @@
 //! read began, so that an operation's re-run finds what its reads loaded.
 //! A thread known not to exist is cached too, as [`Slot::Absent`].
 
-use std::collections::{HashMap, HashSet};
-
 use crate::ids::ThreadId;
+use crate::maps::{HashMap, HashSet};
 use crate::policy::{effective_capabilities, CapabilitySet};
 use crate::threads::state::{Caller, ThreadState};
 

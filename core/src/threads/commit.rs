@@ -4,12 +4,13 @@
 //! elsewhere. Also bounds the cache, which must never drop a thread with
 //! writes in flight.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::cluster::ClusterMessage;
 use crate::ctx::Ctx;
 use crate::ids::{BatchId, ConnId, ThreadId};
 use crate::io::Output;
+use crate::maps::HashSet;
 use crate::outbox::{drop_recipients, Tag};
 use crate::store::{Batch, ReadQuery, ThreadWrites, Write};
 use crate::threads::cache::Slot;
@@ -282,7 +283,7 @@ impl Threads {
     pub(super) fn trim(&mut self, cx: &mut Ctx<'_>) {
         let capacity = cx.limits.thread_cache;
         if self.cache.len() > capacity {
-            let mut pinned: HashSet<ThreadId> = HashSet::new();
+            let mut pinned: HashSet<ThreadId> = HashSet::default();
             let roots = self
                 .sockets
                 .followed_threads()

@@ -12,11 +12,10 @@
 //! its route answers `413` without folding it again. The route's body is
 //! serialized once per change of the fold, not once per read.
 
-use std::collections::HashMap;
-
 use crate::config::Limits;
 use crate::fold::MessageFold;
 use crate::ids::ThreadId;
+use crate::maps::HashMap;
 use crate::model::StoredEvent;
 
 #[derive(Debug)]

@@ -17,7 +17,7 @@
 //! fence releases it only once it is durable, and a refused write's outputs
 //! are dropped and its operation decided again.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::auth::AuthError;
 use crate::config::Config;
@@ -25,6 +25,7 @@ use crate::ctx::Ctx;
 use crate::http::HttpRequest;
 use crate::ids::{ConnId, PrincipalId, ReadId, RequestId, ThreadId};
 use crate::io::WsFrame;
+use crate::maps::{HashMap, HashSet};
 use crate::store::{ReadQuery, ThreadWrites};
 
 mod cache;
@@ -83,12 +84,12 @@ impl Threads {
             cache: Cache::default(),
             folds: folds::Folds::default(),
             sockets: Sockets::default(),
-            reads: HashMap::new(),
+            reads: HashMap::default(),
             next_read: 0,
-            loading: HashMap::new(),
-            works: HashMap::new(),
+            loading: HashMap::default(),
+            works: HashMap::default(),
             next_op: 0,
-            answers: work::Answers::new(),
+            answers: work::Answers::default(),
             wrote: None,
             relied_on: None,
             building: Vec::new(),

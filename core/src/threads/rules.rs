@@ -2,13 +2,14 @@
 //! creation, titles, seq assignment, idempotency keys and event validation.
 //! Every backend's writes are the result of these decisions.
 
-use std::io::Write as _;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::error::BubbleError;
 use crate::ids::{PrincipalId, ThreadId};
+use crate::json::{json_len, push_json_str};
 use crate::model::{AppendableType, EventBody};
 
 /// Longest accepted title, in characters.
@@ -146,7 +147,7 @@ pub(crate) fn event_body(
     caller: &PrincipalId,
     max_bytes: usize,
 ) -> Result<EventBody, BubbleError> {
-    let size = serde_json::to_string(&event).map_or(usize::MAX, |json| json.len());
+    let size = json_len(&event);
     if size > max_bytes {
         return Err(BubbleError::PayloadTooLarge(format!(
             "Event is {size} bytes of JSON; the limit is {max_bytes}."
@@ -230,27 +231,24 @@ pub(crate) fn persisted_json(
     created_at: &str,
     body: &EventBody,
 ) -> Arc<str> {
-    let mut json = Vec::with_capacity(192);
-    // Writing into a `Vec` cannot fail.
+    // `to_string` writes valid UTF-8 straight into a `String`; a body that
+    // cannot be written has no fields to add.
+    let fields = serde_json::to_string(body).unwrap_or_default();
+    let mut json =
+        String::with_capacity(48 + thread.as_str().len() + created_at.len() + fields.len());
+    // Writing into a `String` cannot fail.
     let _ = write!(json, "{{\"seq\":{seq},\"threadId\":");
     push_json_str(&mut json, thread.as_str());
-    json.extend_from_slice(b",\"createdAt\":");
+    json.push_str(",\"createdAt\":");
     push_json_str(&mut json, created_at);
-    let start = json.len();
-    let fields = serde_json::to_writer(&mut json, body).is_ok() && json.len() > start + 2;
-    if fields {
-        json[start] = b',';
-    } else {
-        json.truncate(start);
-        json.push(b'}');
+    match fields.strip_prefix('{') {
+        Some(rest) if rest.len() > 1 => {
+            json.push(',');
+            json.push_str(rest);
+        }
+        _ => json.push('}'),
     }
-    Arc::from(String::from_utf8_lossy(&json))
-}
-
-/// Appends `s` as a JSON string.
-fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    // Serializing a `str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(out, s);
+    Arc::from(json)
 }
 
 #[cfg(test)]

@@ -7,14 +7,13 @@
 //! until their batch is durable, so that a write another writer beat can be
 //! decided again ([`Inflight`]).
 
-use std::collections::HashMap;
-
 use crate::auth::AuthError;
 use crate::ctx::Ctx;
 use crate::error::BubbleError;
 use crate::http::{HttpRequest, HttpResponse, OwnedRequest};
 use crate::ids::{ConnId, ReadId, RequestId, ThreadId};
 use crate::io::Output;
+use crate::maps::HashMap;
 use crate::outbox::Tag;
 use crate::store::{ReadQuery, ReadResult, StoreError};
 use crate::threads::cache::Slot;
@@ -81,7 +80,7 @@ impl Work {
     pub(crate) fn new(op: Op, since: u64) -> Work {
         Work {
             op,
-            answers: Answers::new(),
+            answers: Answers::default(),
             since,
         }
     }

@@ -16,9 +16,10 @@ use super::webhooks::{self, WebhookEvent};
 use crate::channels::fanout;
 use crate::channels::frames as pubb_frames;
 use crate::channels::names::ChannelKind;
-use crate::channels::publish::{json_len, MAX_PUBLISH_NAME_CHARS};
+use crate::channels::publish::MAX_PUBLISH_NAME_CHARS;
 use crate::channels::registry::Registry;
 use crate::channels::socket;
+use crate::json::json_len;
 
 /// Client events a socket may send per [`CLIENT_EVENT_WINDOW_MS`] (Pusher: 10/s).
 pub(crate) const CLIENT_EVENT_RATE: u32 = 10;

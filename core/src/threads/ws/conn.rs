@@ -2,10 +2,11 @@
 //! control of backlog replay, frames waiting behind a parked one, and the
 //! frame-rate window.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::config::Limits;
 use crate::ids::{ConnId, Millis, ReadId, ThreadId};
+use crate::maps::HashMap;
 use crate::threads::state::Caller;
 
 /// Where a subscription stands.
