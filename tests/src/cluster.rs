@@ -8,6 +8,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::server::{Server, Store};
@@ -63,11 +64,16 @@ pub struct Deployment {
     role: Option<String>,
 }
 
+/// A suffix no other deployment of any test process shares: the process id,
+/// a count of this process's deployments (tests of one binary run at once)
+/// and the time, each in its own field.
 fn unique_suffix() -> String {
+    static DEPLOYMENTS: AtomicU64 = AtomicU64::new(0);
+    let nth = DEPLOYMENTS.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    format!("{:x}{:x}", std::process::id(), nanos)
+    format!("{:x}_{nth:x}_{nanos:x}", std::process::id())
 }
 
 impl Deployment {
