@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh machine: the wasm target, the
 # wasm-bindgen CLI at the version pinned in Cargo.lock, cargo-fuzz, Debian's Chromium
-# and nginx with nchan, the npm packages, and running PostgreSQL and Redis
+# and nginx with nchan, strace, the npm packages, and running PostgreSQL and Redis
 # (scripts/setup-services.sh). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ need_apt=()
 command -v chromium >/dev/null || need_apt+=(chromium)
 [ -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || need_apt+=(nginx-light libnginx-mod-nchan)
 command -v wasm-objdump >/dev/null || need_apt+=(wabt)
+command -v strace >/dev/null || need_apt+=(strace)
 if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

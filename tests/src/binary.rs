@@ -28,6 +28,25 @@ fn build() -> PathBuf {
         .arg("--message-format=json-render-diagnostics")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    // Cargo describes the test's own package to the test process; a build
+    // script that watches those variables (ring's) would otherwise run again,
+    // and everything above it relink, on every test run.
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("CARGO_PKG_")
+            || name_text.starts_with("CARGO_BIN_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .contains(&name_text.as_ref())
+        {
+            cmd.env_remove(&name);
+        }
+    }
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }

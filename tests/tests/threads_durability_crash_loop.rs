@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use bubble_tests::crash::{spawn_clients, verify, wind_down, Shared};
-use bubble_tests::threads::create_thread;
+use bubble_tests::threads::{append, create_thread, run_started};
 use bubble_tests::{Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
 
 const THREADS: [&str; 2] = ["crash-a", "crash-b"];
@@ -120,4 +120,73 @@ fn the_server_runs_sqlite_in_wal_mode_with_synchronous_full() {
         .query_row("PRAGMA journal_mode", [], |row| row.get(0))
         .expect("journal_mode");
     assert_eq!(mode, "wal");
+}
+
+/// Every commit is made durable by a sync of the WAL, and that sync is an
+/// `fdatasync` (the WAL's frames, without a write of the file's
+/// timestamps): the server's system calls are traced with `strace` while
+/// it acknowledges appends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_syncs_each_commit_with_fdatasync() {
+    const APPENDS: usize = 10;
+    let mut server = Server::start(TEST_CONFIG);
+    let pid = server.pid().expect("the server runs");
+    let trace = server.dir().join("syncs.trace");
+    let mut strace = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"])
+        .arg(&trace)
+        .args(["-p", &pid.to_string()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace is installed (scripts/setup.sh)");
+    let alice = server.http(ALICE);
+    // strace prints nothing when attached; a first commit that it sees
+    // shows it is.
+    let deadline = std::time::Instant::now() + HANG_TIMEOUT;
+    create_thread(&alice, "synced").await;
+    while !std::fs::read_to_string(&trace)
+        .unwrap_or_default()
+        .contains("sync(")
+    {
+        assert!(std::time::Instant::now() < deadline, "strace saw no sync");
+        append(&alice, "synced", &run_started("warm-up")).await;
+    }
+    let before = syncs(&trace);
+    for i in 0..APPENDS {
+        append(&alice, "synced", &run_started(&format!("run-{i}"))).await;
+    }
+    // SIGINT: strace detaches from the server and flushes its output.
+    let strace_pid = libc::pid_t::try_from(strace.id()).expect("pid fits pid_t");
+    // SAFETY: kill(2) has no memory effects; the pid is our own unreaped child.
+    assert_eq!(unsafe { libc::kill(strace_pid, libc::SIGINT) }, 0);
+    strace.wait().expect("strace exits");
+    let after = syncs(&trace);
+    server.terminate();
+    assert!(
+        after.fdatasync - before.fdatasync >= APPENDS,
+        "one sync per acknowledged append at least: {before:?} then {after:?}"
+    );
+    assert_eq!(after.fsync, 0, "no fsync: {after:?}");
+}
+
+/// Syncs counted in an `strace` output file.
+#[derive(Debug, Clone, Copy)]
+struct Syncs {
+    fsync: usize,
+    fdatasync: usize,
+}
+
+fn syncs(trace: &std::path::Path) -> Syncs {
+    let text = std::fs::read_to_string(trace).unwrap_or_default();
+    // `-f` starts each line with the thread's id; a call that blocks is
+    // split into an `<unfinished ...>` line, counted, and a resumed one.
+    let calls: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' '))
+        .collect();
+    let count = |call: &str| calls.iter().filter(|l| l.starts_with(call)).count();
+    Syncs {
+        fsync: count("fsync("),
+        fdatasync: count("fdatasync("),
+    }
 }

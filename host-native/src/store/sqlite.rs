@@ -2,9 +2,12 @@
 //!
 //! Durability: [`SqliteStore::apply`] runs its writes in one transaction and
 //! returns only after `COMMIT`. With `journal_mode=WAL` and
-//! `synchronous=FULL`, SQLite fsyncs the WAL on every commit, so a write that
+//! `synchronous=FULL`, SQLite syncs the WAL on every commit, so a write that
 //! `apply` reported is on stable storage: it survives `kill -9` of the server
-//! and a power loss. The host reports a batch durable to the engine only
+//! and a power loss. The sync is an `fdatasync` (SQLite is built with
+//! `HAVE_FDATASYNC`, set in the workspace's `.cargo/config.toml`): the WAL's
+//! frames and, when the file grew, its size, without forcing out the file's
+//! timestamps (a journal commit, on a journaling file system). The host reports a batch durable to the engine only
 //! after `apply` returned, and the engine releases every acknowledgement and
 //! delivery that depends on a write only then.
 //!
