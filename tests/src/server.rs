@@ -272,7 +272,8 @@ impl Drop for Server {
     }
 }
 
-fn signal(child: &Child, sig: libc::c_int) {
+/// Sends `sig` to a child process that has not been reaped; asserts it was sent.
+pub fn signal(child: &Child, sig: libc::c_int) {
     let pid = libc::pid_t::try_from(child.id()).expect("pid fits pid_t");
     // SAFETY: kill(2) has no memory effects; the pid is our own unreaped child.
     let rc = unsafe { libc::kill(pid, sig) };

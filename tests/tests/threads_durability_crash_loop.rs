@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bubble_tests::crash::{spawn_clients, verify, wind_down, Shared};
 use bubble_tests::threads::{append, create_thread, run_started};
-use bubble_tests::{Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
+use bubble_tests::{signal, Server, ALICE, HANG_TIMEOUT, TEST_CONFIG};
 
 const THREADS: [&str; 2] = ["crash-a", "crash-b"];
 /// Acknowledgements to wait for between two kills.
@@ -136,7 +136,6 @@ async fn the_server_syncs_each_commit_with_fdatasync() {
         .args(["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"])
         .arg(&trace)
         .args(["-p", &pid.to_string()])
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("strace is installed (scripts/setup.sh)");
     let alice = server.http(ALICE);
@@ -144,10 +143,7 @@ async fn the_server_syncs_each_commit_with_fdatasync() {
     // shows it is.
     let deadline = std::time::Instant::now() + HANG_TIMEOUT;
     create_thread(&alice, "synced").await;
-    while !std::fs::read_to_string(&trace)
-        .unwrap_or_default()
-        .contains("sync(")
-    {
+    while syncs(&trace).all() == 0 {
         assert!(std::time::Instant::now() < deadline, "strace saw no sync");
         append(&alice, "synced", &run_started("warm-up")).await;
     }
@@ -156,9 +152,7 @@ async fn the_server_syncs_each_commit_with_fdatasync() {
         append(&alice, "synced", &run_started(&format!("run-{i}"))).await;
     }
     // SIGINT: strace detaches from the server and flushes its output.
-    let strace_pid = libc::pid_t::try_from(strace.id()).expect("pid fits pid_t");
-    // SAFETY: kill(2) has no memory effects; the pid is our own unreaped child.
-    assert_eq!(unsafe { libc::kill(strace_pid, libc::SIGINT) }, 0);
+    signal(&strace, libc::SIGINT);
     strace.wait().expect("strace exits");
     let after = syncs(&trace);
     server.terminate();
@@ -174,6 +168,12 @@ async fn the_server_syncs_each_commit_with_fdatasync() {
 struct Syncs {
     fsync: usize,
     fdatasync: usize,
+}
+
+impl Syncs {
+    fn all(self) -> usize {
+        self.fsync + self.fdatasync
+    }
 }
 
 fn syncs(trace: &std::path::Path) -> Syncs {

@@ -7,9 +7,10 @@
 //! and a power loss. The sync is an `fdatasync` (SQLite is built with
 //! `HAVE_FDATASYNC`, set in the workspace's `.cargo/config.toml`): the WAL's
 //! frames and, when the file grew, its size, without forcing out the file's
-//! timestamps (a journal commit, on a journaling file system). The host reports a batch durable to the engine only
-//! after `apply` returned, and the engine releases every acknowledgement and
-//! delivery that depends on a write only then.
+//! timestamps (a journal commit, on a journaling file system). The host
+//! reports a batch durable to the engine only after `apply` returned, and
+//! the engine releases every acknowledgement and delivery that depends on a
+//! write only then.
 //!
 //! Writes are conditional: each thread's group in a batch commits only if
 //! the thread's row still has the head and version the group expects (no
