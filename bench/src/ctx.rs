@@ -29,6 +29,9 @@ pub struct Ctx {
     pub pipeline: usize,
     /// Deliveries/s of the common fan-out step, if not the default.
     pub common_rate: Option<f64>,
+    /// How long a subscriber worker sleeps between reads while frames keep
+    /// coming.
+    pub sub_coalesce: Duration,
     /// CPU quota of the fan-out servers, in cores.
     pub server_cpu: Option<f64>,
     /// The fan-out scenarios measure their fixed-rate steps only: no second

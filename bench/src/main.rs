@@ -25,6 +25,7 @@ mod ws;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
@@ -101,6 +102,11 @@ struct Args {
     /// search starts (default 100000).
     #[arg(long)]
     common_rate: Option<f64>,
+    /// Microseconds a subscriber worker sleeps on its own timer between
+    /// two reads while frames keep coming (0: it blocks in `epoll_wait` as
+    /// soon as it has drained, and the server wakes it).
+    #[arg(long, default_value_t = 50)]
+    sub_coalesce_us: u64,
     /// Start Bubble on every core and move it to the server core once it
     /// listens (it then sizes its runtime for the whole machine).
     #[arg(long)]
@@ -183,6 +189,7 @@ fn context(args: &Args) -> Ctx {
         pub_conns: args.pub_conns.max(1),
         pipeline: args.pipeline.max(1),
         common_rate: args.common_rate,
+        sub_coalesce: Duration::from_micros(args.sub_coalesce_us),
         server_cpu: args.server_cpu,
         fixed_only: args.fixed_only,
         pin_after_start: args.pin_after_start,

@@ -59,6 +59,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
             )],
             1,
             1,
+            ctx.sub_coalesce,
         )?;
         let deadline = t0 + 120_000_000_000;
         let mut got = 0;

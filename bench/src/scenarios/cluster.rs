@@ -284,7 +284,7 @@ fn delivery(
             ));
         }
     }
-    let pool = Pool::start(specs, ctx.workers(), 128)?;
+    let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
     pool.wait_ready(Duration::from_secs(60))?;
     let env = env(ctx, nodes, DELIVERY_P99_BOUND_MS);
     let fanout = shape.subscribers as u64;

@@ -250,7 +250,7 @@ pub fn measure(
 ) -> Result<FanoutRun, BenchError> {
     let per_channel = (shape.subs / shape.channels).max(1);
     let (specs, targets) = wire(server, shape, load)?;
-    let pool = Pool::start(specs, ctx.workers(), 128)?;
+    let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
     pool.wait_ready(Duration::from_secs(120))?;
     let env = StepEnv {
         servers: std::slice::from_ref(server),

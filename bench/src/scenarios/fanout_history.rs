@@ -148,7 +148,7 @@ fn run_one(
             proto::thread_subscriber(server.addr, &live[t..t + 1], LIVE_ONLY, i % 10 == 0)
         })
         .collect();
-    let pool = Pool::start(specs, ctx.workers(), 128)?;
+    let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
     pool.wait_ready(Duration::from_secs(120))?;
     let targets: Vec<Target> = live
         .iter()

@@ -39,7 +39,7 @@ fn measure(
         })
         .collect();
     let t0 = crate::clock::now_ns();
-    let pool = Pool::start(specs, ctx.workers(), 256)?;
+    let pool = Pool::start(specs, ctx.workers(), 256, ctx.sub_coalesce)?;
     pool.wait_ready(Duration::from_secs(300))?;
     let connect_secs = (crate::clock::now_ns() - t0) as f64 / 1e9;
     std::thread::sleep(Duration::from_secs(if ctx.smoke { 1 } else { 3 }));

@@ -68,7 +68,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
             )
         })
         .collect();
-    let pool = Pool::start(specs, ctx.workers(), 128)?;
+    let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
     pool.wait_ready(Duration::from_secs(120))?;
     let (transport, targets): (Transport, Vec<Target>) = if ws {
         (
