@@ -183,11 +183,22 @@ fn scratch(name: &str) -> Result<PathBuf, ServerError> {
     Ok(dir)
 }
 
-/// Pins the child to `core` and gives it the largest open-files limit.
+/// Pins the child to `core`, gives it the largest open-files limit and
+/// has the kernel send it SIGTERM when the generator dies: a generator
+/// killed by a signal runs no `Drop`, and its servers would keep their
+/// ports (nchan's is fixed) and cores.
 fn confine(cmd: &mut Command, core: Option<usize>) {
+    let generator = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
     // SAFETY: the closure only makes async-signal-safe system calls.
     unsafe {
         cmd.pre_exec(move || {
+            // Servers are spawned from the main thread, whose end is the
+            // process's. A generator already gone before the request was
+            // made would never send the signal: the child stops here.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if libc::getppid() != generator {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             if let Some(core) = core {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
                 libc::CPU_SET(core, &mut set);
