@@ -3,7 +3,8 @@
 # (valgrind): a count, not a time, so other load on the machine does not
 # inflate it (it only changes how the server's work is batched into turns,
 # which moves the figures by a few percent between runs), and user space
-# alone (the kernel's share is the same for every server). Runs the fixed-rate step of `fanout-vs-nchan --fixed-only` at a
+# alone (the kernel's share is the same for every server). Runs the fixed-rate step of `fanout-vs-nchan --fixed-only
+# --paired-rounds 0` at a
 # low rate (valgrind runs the server ~50× slower) with every `bubble` under
 # callgrind, twice: a short step and a long one. The difference between the
 # two runs is the cost of the extra deliveries alone (connection set-up,
@@ -57,7 +58,7 @@ wait \$child
 wait \$child
 WRAP
   chmod +x "$dir/bubble"
-  "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --bubble "$dir/bubble" \
+  "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --paired-rounds 0 --bubble "$dir/bubble" \
     --common-rate "$rate" --step-secs "$1" --results "$dir" >"$dir/bench.log" 2>&1 ||
     { cat "$dir/bench.log" >&2; exit 1; }
   # Deliveries of each Bubble server, in run order, as its subscribers

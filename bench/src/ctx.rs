@@ -38,6 +38,8 @@ pub struct Ctx {
     /// generator, no saturation search (a fixed amount of work, for
     /// instruction counts).
     pub fixed_only: bool,
+    /// Rounds of paired fixed-rate steps in fanout-vs-nchan.
+    pub paired_rounds: usize,
     /// Pin Bubble after it started rather than from exec.
     pub pin_after_start: bool,
     /// Concurrent history pagers (fanout-with-history).

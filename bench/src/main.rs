@@ -33,6 +33,10 @@ use crate::ctx::Ctx;
 use crate::error::BenchError;
 use crate::servers::Store;
 
+/// Paired rounds at most: each takes a step number per server and rate,
+/// and step numbers are bytes.
+const MAX_PAIRED_ROUNDS: usize = 50;
+
 /// Which scenario to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Scenario {
@@ -123,6 +127,10 @@ struct Args {
     /// generator, no saturation search).
     #[arg(long)]
     fixed_only: bool,
+    /// fanout-vs-nchan: rounds of paired fixed-rate steps, every server
+    /// up at once and measured in turn (0: none; smoke runs take one).
+    #[arg(long, default_value_t = 3)]
+    paired_rounds: usize,
     /// Concurrent history pagers of fanout-with-history.
     #[arg(long, default_value_t = 4)]
     pagers: usize,
@@ -192,6 +200,11 @@ fn context(args: &Args) -> Ctx {
         sub_coalesce: Duration::from_micros(args.sub_coalesce_us),
         server_cpu: args.server_cpu,
         fixed_only: args.fixed_only,
+        paired_rounds: if args.smoke {
+            args.paired_rounds.min(1)
+        } else {
+            args.paired_rounds.min(MAX_PAIRED_ROUNDS)
+        },
         pin_after_start: args.pin_after_start,
         pagers: args.pagers.max(1),
         page_rate: Some(args.page_rate).filter(|r| *r > 0.0),

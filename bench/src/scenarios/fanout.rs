@@ -12,8 +12,8 @@ use crate::ctx::Ctx;
 use crate::error::BenchError;
 use crate::pool::{ConnSpec, Pool};
 use crate::proto;
-use crate::publisher::{Target, Transport};
-use crate::scenarios::{kps, ms, HTTP_APPENDERS};
+use crate::publisher::{Plan, Target, Transport};
+use crate::scenarios::{kps, ms, paired, HTTP_APPENDERS};
 use crate::servers::{self, FloorMode, Server, Store};
 use crate::step::{self, StepEnv, StepResult};
 
@@ -238,6 +238,113 @@ fn wire(
     Ok((specs, targets))
 }
 
+/// A server wired for a fan-out load: its subscribers connected, its
+/// publish targets ready.
+pub(super) struct Rig<'a> {
+    server: &'a Server,
+    /// The server's name in results: `bubble-pubb`, `nchan`…
+    pub(super) label: String,
+    pool: Pool,
+    targets: Vec<Target>,
+    /// Subscribers per channel: deliveries per publication.
+    fanout: u64,
+    /// Publisher connections of the fixed-rate steps.
+    publishers: usize,
+}
+
+impl<'a> Rig<'a> {
+    /// Connects `shape`'s subscribers of `load` to `server` and waits until
+    /// every one is subscribed.
+    pub(super) fn wire(
+        ctx: &Ctx,
+        server: &'a Server,
+        shape: &FanoutShape,
+        load: Load,
+        label: &str,
+    ) -> Result<Rig<'a>, BenchError> {
+        let (specs, targets) = wire(server, shape, load)?;
+        let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
+        pool.wait_ready(Duration::from_secs(120))?;
+        let publishers = if load == Load::Threads && !ctx.smoke {
+            HTTP_APPENDERS
+        } else {
+            ctx.pub_conns
+        };
+        Ok(Rig {
+            server,
+            label: label.to_string(),
+            pool,
+            targets,
+            fanout: (shape.subs / shape.channels).max(1) as u64,
+            publishers,
+        })
+    }
+
+    fn plan(&self, ctx: &Ctx, publishers: usize, step: u8, deliveries: f64) -> Plan {
+        let mut plan = ctx.plan(
+            self.server.addr,
+            Transport::Http,
+            self.targets.clone(),
+            deliveries / self.fanout as f64,
+            step,
+        );
+        plan.conns = publishers;
+        plan
+    }
+
+    /// Step 0: warms both sides up at `deliveries`/s for two seconds, not
+    /// reported: the set-up's last work (socket buffers growing, first
+    /// allocations) lands in it rather than in the first measured step.
+    pub(super) fn warm(&self, ctx: &Ctx, deliveries: f64) -> Result<(), BenchError> {
+        let mut warm = self.plan(ctx, self.publishers, 0, deliveries);
+        warm.duration = Duration::from_secs(2);
+        crate::publisher::run(&warm)?;
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    }
+
+    /// One measured step at `deliveries`/s with `publishers` connections
+    /// (`None`: the fixed steps' width).
+    pub(super) fn step(
+        &self,
+        ctx: &Ctx,
+        publishers: Option<usize>,
+        step: u8,
+        deliveries: f64,
+    ) -> Result<StepResult, BenchError> {
+        let publishers = publishers.unwrap_or(self.publishers);
+        let env = StepEnv {
+            servers: std::slice::from_ref(self.server),
+            server_core: ctx.server_core,
+            gen_cores: ctx.gen_cores,
+            p99_bound_ms: 50.0,
+        };
+        let plan = self.plan(ctx, publishers, step, deliveries);
+        let r = step::delivery_step(&env, &self.pool, std::slice::from_ref(&plan), self.fanout)?;
+        eprintln!(
+            "  {} step {step} ({publishers} publishers): {}",
+            self.label,
+            r.line()
+        );
+        if let Some(e) = &r.first_error {
+            eprintln!("  {} first error: {e}", self.label);
+        }
+        Ok(r)
+    }
+
+    /// Disconnects the subscribers; an error when none got anything.
+    pub(super) fn stop(self) -> Result<(), BenchError> {
+        let stats = self.pool.stop();
+        if stats.delivered.iter().sum::<u64>() == 0 {
+            return Err(BenchError::Check(format!(
+                "{}: no delivery reached any subscriber",
+                self.label
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Runs the fan-out load `load` against `server`, labelled `label`: the
 /// fixed-rate steps, the second generator at the same rates, then (under
 /// `--server-cpu`'s quota, if given) the saturation search.
@@ -248,61 +355,13 @@ pub fn measure(
     load: Load,
     label: &str,
 ) -> Result<FanoutRun, BenchError> {
-    let per_channel = (shape.subs / shape.channels).max(1);
-    let (specs, targets) = wire(server, shape, load)?;
-    let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;
-    pool.wait_ready(Duration::from_secs(120))?;
-    let env = StepEnv {
-        servers: std::slice::from_ref(server),
-        server_core: ctx.server_core,
-        gen_cores: ctx.gen_cores,
-        p99_bound_ms: 50.0,
-    };
-    let fanout = per_channel as u64;
-    let publishers = if load == Load::Threads && !ctx.smoke {
-        HTTP_APPENDERS
-    } else {
-        ctx.pub_conns
-    };
-    let plan = |publishers: usize, step: u8, deliveries: f64| {
-        let mut plan = ctx.plan(
-            server.addr,
-            Transport::Http,
-            targets.clone(),
-            deliveries / fanout as f64,
-            step,
-        );
-        plan.conns = publishers;
-        plan
-    };
-    let run_step = |publishers: usize, step: u8, deliveries: f64| {
-        let r = step::delivery_step(
-            &env,
-            &pool,
-            std::slice::from_ref(&plan(publishers, step, deliveries)),
-            fanout,
-        )?;
-        eprintln!(
-            "  {label} step {step} ({publishers} publishers): {}",
-            r.line()
-        );
-        if let Some(e) = &r.first_error {
-            eprintln!("  {label} first error: {e}");
-        }
-        Ok::<_, BenchError>(r)
-    };
-    // Step 0 warms both sides up at the first fixed rate and is not
-    // reported: the set-up's last work (socket buffers growing, first
-    // allocations) lands in it rather than in the first measured step.
+    let rig = Rig::wire(ctx, server, shape, load, label)?;
     let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
     let last = shape.fixed_rates.last().copied().unwrap_or(first);
-    let mut warm = plan(publishers, 0, first);
-    warm.duration = Duration::from_secs(2);
-    crate::publisher::run(&warm)?;
-    std::thread::sleep(Duration::from_millis(300));
+    rig.warm(ctx, first)?;
     let mut fixed = Vec::new();
     for (i, &rate) in shape.fixed_rates.iter().enumerate() {
-        fixed.push(run_step(publishers, i as u8 + 1, rate)?);
+        fixed.push(rig.step(ctx, None, i as u8 + 1, rate)?);
     }
     // The second generator at the same rates, on the same process, before
     // any quota (the bench pool's subscribers stay connected and idle: the
@@ -327,7 +386,7 @@ pub fn measure(
             shape.factor,
             shape.growth_steps,
             next_step,
-            |step, rate| run_step(publishers, step, rate),
+            |step, rate| rig.step(ctx, Some(publishers), step, rate),
         )?;
         next_step = steps.last().map_or(next_step, |s| s.step + 1);
         searches.push(Search {
@@ -337,12 +396,7 @@ pub fn measure(
             steps,
         });
     }
-    let stats = pool.stop();
-    if stats.delivered.iter().sum::<u64>() == 0 {
-        return Err(BenchError::Check(format!(
-            "{label}: no delivery reached any subscriber"
-        )));
-    }
+    rig.stop()?;
     let best = searches
         .iter()
         .max_by(|a, b| a.max_deliveries.total_cmp(&b.max_deliveries));
@@ -435,7 +489,8 @@ fn crosscheck(
     Ok(records)
 }
 
-fn with_log(e: BenchError, server: &Server) -> BenchError {
+/// `e`, with the tail of `server`'s log when it has one.
+pub(super) fn with_log(e: BenchError, server: &Server) -> BenchError {
     let tail = server.log_tail();
     if tail.is_empty() {
         e
@@ -446,7 +501,7 @@ fn with_log(e: BenchError, server: &Server) -> BenchError {
 
 /// One server of the comparison, started fresh.
 #[derive(Debug, Clone, Copy)]
-enum Contender {
+pub(super) enum Contender {
     BubblePubb,
     BubbleThreads(Store<'static>),
     /// nchan, labelled with this name (measured first and again last).
@@ -454,8 +509,9 @@ enum Contender {
     Floor(FloorMode),
 }
 
-fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, BenchError> {
-    let (server, load, label) = match who {
+/// Starts `who`: the server, the load it is driven with, its label.
+pub(super) fn start(ctx: &Ctx, who: Contender) -> Result<(Server, Load, String), BenchError> {
+    Ok(match who {
         Contender::BubblePubb => (
             servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?,
             Load::Pubb,
@@ -476,7 +532,11 @@ fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, Benc
             let label = server.name.to_string();
             (server, Load::Nchan, label)
         }
-    };
+    })
+}
+
+fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, BenchError> {
+    let (server, load, label) = start(ctx, who)?;
     let run = measure(ctx, &server, shape, load, &label).map_err(|e| with_log(e, &server))?;
     println!("{}", run.line());
     Ok(run)
@@ -621,10 +681,19 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
             ratio(r.max_deliveries, nchan_max)
         );
     }
+    let paired = if ctx.paired_rounds > 0 {
+        let readings = paired::readings(ctx, &shape, &contenders[..6], ctx.paired_rounds)?;
+        let subjects: Vec<&str> = runs[1..4].iter().map(|r| r.server.as_str()).collect();
+        let peers = [runs[0].server.as_str(), floor.server.as_str()];
+        let summary = paired::summary(&readings, &shape, &subjects, &peers);
+        json!({ "rounds": ctx.paired_rounds, "summary": summary, "readings": readings })
+    } else {
+        Value::Null
+    };
     crate::results::append(
         &ctx.results_dir,
         "fanout-vs-nchan",
-        json!({ "shape": shape, "runs": runs, "ratios": ratios }),
+        json!({ "shape": shape, "runs": runs, "ratios": ratios, "paired": paired }),
     )?;
     Ok(())
 }

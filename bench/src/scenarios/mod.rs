@@ -7,6 +7,7 @@ pub mod fanout;
 pub mod fanout_history;
 pub mod fanout_pusher;
 pub mod idle;
+pub mod paired;
 pub mod thread_fanout;
 
 /// Concurrent HTTP appenders of the thread scenarios (3 and 4): one

@@ -435,11 +435,23 @@ impl Driver {
         // A memory store settles batches and reads inline: its channels are
         // closed from the start and must not be polled.
         let (mut done_open, mut reads_open) = (true, true);
+        // One timer for the engine's next deadline, moved only when the
+        // deadline moves: a timer set anew every turn wakes the runtime's
+        // driver (a write to its eventfd and one more `epoll_wait`) each time.
+        let timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(timer);
+        let mut armed: Option<Millis> = None;
         loop {
-            let deadline = self.engine.poll_timeout().map(|due| {
-                let wait = due.0.saturating_sub(wall_clock().0);
-                Instant::now() + Duration::from_millis(wait)
-            });
+            let due = self.engine.poll_timeout();
+            if due != armed {
+                if let Some(at) = due {
+                    let wait = at.0.saturating_sub(wall_clock().0);
+                    timer
+                        .as_mut()
+                        .reset(Instant::now() + Duration::from_millis(wait));
+                }
+                armed = due;
+            }
             tokio::select! {
                 biased;
                 n = channels.done.recv_many(&mut outcomes, COMMANDS_PER_TURN), if done_open => {
@@ -461,7 +473,10 @@ impl Driver {
                         return self.finish();
                     }
                 }
-                () = sleep_until(deadline) => self.input(Input::Tick),
+                () = &mut timer, if armed.is_some() => {
+                    armed = None;
+                    self.input(Input::Tick);
+                }
             }
             if !self.due.is_empty() {
                 // Before writing the turn's sockets, the rest of the runtime
@@ -814,12 +829,5 @@ impl Driver {
             // The socket's task ended; its `Closed` command is on the way.
             Err(QueueError::Gone) => {}
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
