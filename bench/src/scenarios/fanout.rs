@@ -250,6 +250,8 @@ pub(super) struct Rig<'a> {
     fanout: u64,
     /// Publisher connections of the fixed-rate steps.
     publishers: usize,
+    /// Deliveries/s of the warm-up: the first fixed rate.
+    warm_rate: f64,
 }
 
 impl<'a> Rig<'a> {
@@ -277,6 +279,7 @@ impl<'a> Rig<'a> {
             targets,
             fanout: (shape.subs / shape.channels).max(1) as u64,
             publishers,
+            warm_rate: shape.fixed_rates.first().copied().unwrap_or(1_000.0),
         })
     }
 
@@ -292,11 +295,12 @@ impl<'a> Rig<'a> {
         plan
     }
 
-    /// Step 0: warms both sides up at `deliveries`/s for two seconds, not
-    /// reported: the set-up's last work (socket buffers growing, first
-    /// allocations) lands in it rather than in the first measured step.
-    pub(super) fn warm(&self, ctx: &Ctx, deliveries: f64) -> Result<(), BenchError> {
-        let mut warm = self.plan(ctx, self.publishers, 0, deliveries);
+    /// Step 0: warms both sides up at the first fixed rate for two
+    /// seconds, not reported: the set-up's last work (socket buffers
+    /// growing, first allocations) lands in it rather than in the first
+    /// measured step.
+    pub(super) fn warm(&self, ctx: &Ctx) -> Result<(), BenchError> {
+        let mut warm = self.plan(ctx, self.publishers, 0, self.warm_rate);
         warm.duration = Duration::from_secs(2);
         crate::publisher::run(&warm)?;
         std::thread::sleep(Duration::from_millis(300));
@@ -356,9 +360,8 @@ pub fn measure(
     label: &str,
 ) -> Result<FanoutRun, BenchError> {
     let rig = Rig::wire(ctx, server, shape, load, label)?;
-    let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
-    let last = shape.fixed_rates.last().copied().unwrap_or(first);
-    rig.warm(ctx, first)?;
+    let last = shape.fixed_rates.last().copied().unwrap_or(rig.warm_rate);
+    rig.warm(ctx)?;
     let mut fixed = Vec::new();
     for (i, &rate) in shape.fixed_rates.iter().enumerate() {
         fixed.push(rig.step(ctx, None, i as u8 + 1, rate)?);

@@ -61,9 +61,8 @@ pub(super) fn readings(
             Rig::wire(ctx, server, shape, *load, label).map_err(|e| with_log(e, server))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let first = shape.fixed_rates.first().copied().unwrap_or(1_000.0);
     for rig in &rigs {
-        rig.warm(ctx, first)?;
+        rig.warm(ctx)?;
     }
     let mut readings = Vec::new();
     let mut step: u8 = 0;
