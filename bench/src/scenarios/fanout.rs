@@ -20,6 +20,9 @@ use crate::step::{self, StepEnv, StepResult};
 /// Subscribers of a thread fan-out start live (`fromSeq` far beyond the head).
 const LIVE_ONLY: u64 = 1 << 40;
 
+/// p99 of the deliveries a sustainable fan-out step stays within, ms.
+pub(super) const P99_BOUND_MS: f64 = 50.0;
+
 /// What the subscribers and the publisher speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,7 +41,7 @@ pub enum Load {
 
 impl Load {
     /// The protocol name `bubble-crossgen` knows this load by.
-    fn crossgen_proto(self) -> Option<&'static str> {
+    pub(super) fn crossgen_proto(self) -> Option<&'static str> {
         match self {
             Load::Nchan => Some("nchan"),
             Load::Pubb => Some("pubb"),
@@ -321,7 +324,7 @@ impl<'a> Rig<'a> {
             servers: std::slice::from_ref(self.server),
             server_core: ctx.server_core,
             gen_cores: ctx.gen_cores,
-            p99_bound_ms: 50.0,
+            p99_bound_ms: P99_BOUND_MS,
         };
         let plan = self.plan(ctx, publishers, step, deliveries);
         let r = step::delivery_step(&env, &self.pool, std::slice::from_ref(&plan), self.fanout)?;
@@ -426,7 +429,7 @@ pub fn measure(
 
 /// Drives `server` at the fixed rates with `bubble-crossgen` (the binary
 /// next to this one) and returns its records.
-fn crosscheck(
+pub(super) fn crosscheck(
     ctx: &Ctx,
     server: &Server,
     shape: &FanoutShape,
@@ -686,9 +689,25 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
     }
     let paired = if ctx.paired_rounds > 0 {
         let readings = paired::readings(ctx, &shape, &contenders[..6], ctx.paired_rounds)?;
-        let subjects: Vec<&str> = runs[1..4].iter().map(|r| r.server.as_str()).collect();
-        let peers = [runs[0].server.as_str(), floor.server.as_str()];
-        let summary = paired::summary(&readings, &shape, &subjects, &peers);
+        let (nchan, pubb) = (runs[0].server.as_str(), runs[1].server.as_str());
+        let (nchan_x, pubb_x) = (paired::crossgen_label(nchan), paired::crossgen_label(pubb));
+        let mut pairs: Vec<(&str, &str)> = runs[1..4]
+            .iter()
+            .flat_map(|r| {
+                [
+                    (r.server.as_str(), nchan),
+                    (r.server.as_str(), floor.server.as_str()),
+                ]
+            })
+            .collect();
+        // The generators on the same server, then Bubble against nchan
+        // under the second generator alone.
+        pairs.extend([
+            (nchan_x.as_str(), nchan),
+            (pubb_x.as_str(), pubb),
+            (pubb_x.as_str(), nchan_x.as_str()),
+        ]);
+        let summary = paired::summary(&readings, &shape, &pairs);
         json!({ "rounds": ctx.paired_rounds, "summary": summary, "readings": readings })
     } else {
         Value::Null

@@ -11,6 +11,7 @@ use crate::model::StoredEvent;
 use crate::policy::{Capability, Role};
 use crate::store::{ReadQuery, ReadResult};
 use crate::threads::cache::Slot;
+use crate::threads::incoming;
 use crate::threads::ops::CreateRequest;
 use crate::threads::query::Query;
 use crate::threads::state::{Caller, ThreadState};
@@ -238,8 +239,15 @@ impl Threads {
         body: &[u8],
     ) -> Result<HttpResponse, Step> {
         self.require(caller, id, Capability::ThreadRead)?;
-        let event = object(body, false, &[])?;
-        let appended = self.append(cx, caller, id, event, key)?;
+        let direct =
+            incoming::checked_event(body, &caller.principal, key, cx.limits.max_event_bytes);
+        let appended = match direct {
+            Some(event) => self.append_direct(cx, caller, id, event)?,
+            None => {
+                let event = object(body, false, &[])?;
+                self.append(cx, caller, id, event, key)?
+            }
+        };
         let json = &appended.event.json;
         Ok(if appended.duplicate {
             HttpResponse::json(200, format!("{{\"event\":{json},\"duplicate\":true}}"))

@@ -32,6 +32,7 @@ mod cache;
 mod commit;
 mod folds;
 mod http;
+mod incoming;
 mod messages;
 mod ops;
 mod query;

@@ -13,6 +13,7 @@ use crate::model::{BubbleThread, EventBody, GrantRow, Participant, StoredEvent};
 use crate::policy::{authorize, Access, Capability, CapabilitySet, Need, Role};
 use crate::store::{ReadQuery, ReadResult, Write};
 use crate::threads::cache::Slot;
+use crate::threads::incoming::CheckedEvent;
 use crate::threads::rules::{self, CreateDecision};
 use crate::threads::state::{Caller, ThreadState};
 use crate::threads::work::Step;
@@ -250,6 +251,34 @@ impl Threads {
             rules::validate_idempotency_key(key)?;
         }
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
+        self.append_checked(cx, id, body, key)
+    }
+
+    /// Appends an event validated by
+    /// [`checked_event`](crate::threads::incoming::checked_event): the
+    /// same decisions as [`Threads::append`], whose checks it has passed
+    /// but for the caller's right to append its type.
+    pub(super) fn append_direct(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        caller: &Caller,
+        id: &ThreadId,
+        event: CheckedEvent,
+    ) -> Result<Appended, Step> {
+        let held = self.require(caller, id, Capability::ThreadRead)?;
+        permit(caller, id, held, Capability::Append(event.ty))?;
+        self.append_checked(cx, id, event.body, event.key)
+    }
+
+    /// Appends a validated, authorized `body`, or finds the event that
+    /// already holds its idempotency `key`.
+    fn append_checked(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        id: &ThreadId,
+        body: EventBody,
+        key: Option<String>,
+    ) -> Result<Appended, Step> {
         if let Some(key) = &key {
             if let Some(event) = self.original(id, key)? {
                 return Ok(Appended {

@@ -188,7 +188,10 @@ pub(crate) fn event_body(
     Ok(body)
 }
 
-fn check_body(body: &EventBody) -> Result<(), BubbleError> {
+/// The checks of an event's body beyond its fields' types: a run id is
+/// not empty, a part is an object with a string `type`, the version is
+/// `ai-sdk-v6`.
+pub(crate) fn check_body(body: &EventBody) -> Result<(), BubbleError> {
     let invalid = |msg: &str| Err(BubbleError::InvalidRequest(msg.into()));
     match body {
         EventBody::RunStarted { run_id, .. }

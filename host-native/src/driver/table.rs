@@ -200,7 +200,7 @@ impl Table {
             }
             return;
         };
-        let mut batch = Vec::new();
+        let mut batch = Vec::with_capacity(due.len());
         for (i, &conn) in due.iter().enumerate() {
             prefetch_ahead(&self.slots, due, i);
             let Some(entry) = entry(&self.slots, conn) else {
