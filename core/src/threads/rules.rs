@@ -122,7 +122,8 @@ pub(crate) fn appendable_type(event: &Map<String, Value>) -> Result<AppendableTy
         .ok_or_else(|| BubbleError::InvalidRequest(format!("Unknown event type \"{name}\".")))
 }
 
-fn allowed_fields(ty: AppendableType) -> &'static [&'static str] {
+/// The fields an event of type `ty` may carry.
+pub(crate) fn allowed_fields(ty: AppendableType) -> &'static [&'static str] {
     match ty {
         AppendableType::RunStarted => &["type", "principalId", "runId"],
         AppendableType::MessagePart => &["type", "principalId", "runId", "part", "version"],
