@@ -123,16 +123,9 @@ pub(super) fn checked_event(
     header_key: Option<&str>,
     max_bytes: usize,
 ) -> Option<CheckedEvent> {
-    let fields: Fields = serde_json::from_slice(json).ok()?;
+    let mut fields: Fields = serde_json::from_slice(json).ok()?;
     let ty = fields.ty;
-    let key = match (fields.idempotency_key.as_deref(), header_key) {
-        (Some(f), Some(h)) if f != h => return None,
-        (Some(k), _) | (None, Some(k)) => Some(k.to_owned()),
-        (None, None) => None,
-    };
-    if let Some(key) = &key {
-        rules::validate_idempotency_key(key).ok()?;
-    }
+    let key = rules::idempotency_key(fields.idempotency_key.take(), header_key).ok()?;
     let named = match &fields.principal_id {
         Some(p) if p != caller.as_str() => return None,
         Some(_) => true,
@@ -173,15 +166,12 @@ mod tests {
             _ => return Err(invalid("not an object")),
         };
         let ty = rules::appendable_type(&event)?;
-        let key = match (event.remove("idempotencyKey"), header_key) {
-            (None, h) => h.map(str::to_owned),
-            (Some(Value::String(f)), Some(h)) if f != h => return Err(invalid("keys differ")),
-            (Some(Value::String(f)), _) => Some(f),
-            (Some(_), _) => return Err(invalid("key not a string")),
+        let field = match event.remove("idempotencyKey") {
+            None => None,
+            Some(Value::String(f)) => Some(f),
+            Some(_) => return Err(invalid("key not a string")),
         };
-        if let Some(key) = &key {
-            rules::validate_idempotency_key(key)?;
-        }
+        let key = rules::idempotency_key(field, header_key)?;
         let body = rules::event_body(ty, event, &PrincipalId::new(ALICE), max)?;
         Ok(CheckedEvent { ty, key, body })
     }

@@ -230,26 +230,17 @@ impl Threads {
         let held = self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
         permit(caller, id, held, Capability::Append(ty))?;
-        let key = match (event.remove("idempotencyKey"), header_key) {
-            (None, None) => None,
-            (None, Some(h)) => Some(h.to_owned()),
-            (Some(Value::String(f)), Some(h)) if f != h => {
-                return Err(BubbleError::InvalidRequest(
-                    "The Idempotency-Key header and the event's idempotencyKey differ.".into(),
-                )
-                .into())
-            }
-            (Some(Value::String(f)), _) => Some(f),
-            (Some(_), _) => {
+        let field = match event.remove("idempotencyKey") {
+            None => None,
+            Some(Value::String(f)) => Some(f),
+            Some(_) => {
                 return Err(BubbleError::InvalidRequest(
                     "Event field \"idempotencyKey\" must be a string.".into(),
                 )
                 .into())
             }
         };
-        if let Some(key) = &key {
-            rules::validate_idempotency_key(key)?;
-        }
+        let key = rules::idempotency_key(field, header_key)?;
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         self.append_checked(cx, id, body, key)
     }

@@ -92,7 +92,7 @@ pub(crate) fn next_seq(head_seq: u64) -> u64 {
 }
 
 /// An idempotency key is 1–128 printable ASCII characters.
-pub(crate) fn validate_idempotency_key(key: &str) -> Result<(), BubbleError> {
+fn validate_idempotency_key(key: &str) -> Result<(), BubbleError> {
     let ok = (1..=128).contains(&key.len()) && key.bytes().all(|b| (0x20..=0x7e).contains(&b));
     if ok {
         Ok(())
@@ -101,6 +101,28 @@ pub(crate) fn validate_idempotency_key(key: &str) -> Result<(), BubbleError> {
             "Idempotency key must be 1-128 printable ASCII characters.".into(),
         ))
     }
+}
+
+/// An append's idempotency key: the event's `idempotencyKey` field
+/// (already known to be a string) or the `Idempotency-Key` header, which
+/// must agree when both are given; validated.
+pub(crate) fn idempotency_key(
+    field: Option<String>,
+    header: Option<&str>,
+) -> Result<Option<String>, BubbleError> {
+    let key = match (field, header) {
+        (Some(f), Some(h)) if f != h => {
+            return Err(BubbleError::InvalidRequest(
+                "The Idempotency-Key header and the event's idempotencyKey differ.".into(),
+            ))
+        }
+        (Some(f), _) => Some(f),
+        (None, h) => h.map(str::to_owned),
+    };
+    if let Some(key) = &key {
+        validate_idempotency_key(key)?;
+    }
+    Ok(key)
 }
 
 /// The appendable type of an event object; server-emitted and unknown types
