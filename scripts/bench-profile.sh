@@ -5,7 +5,8 @@
 # bench/results/profile-<server>-<rate>.txt.
 # Usage: scripts/bench-profile.sh bubble|threads|threads-sqlite|nchan|floor [DELIVERIES_PER_S] [SECONDS]
 # (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends;
-# KEEP=path keeps the perf recording there, for perf report and perf annotate)
+# KEEP=path keeps the perf recording there, for perf report and perf annotate;
+# OUT=path writes the report there instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 who=${1:?bubble, threads, threads-sqlite, nchan or floor}
@@ -24,7 +25,7 @@ esac
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p bubble-server -p bubble-bench
-out=bench/results/profile-$who-$rate.txt
+out=${OUT:-bench/results/profile-$who-$rate.txt}
 data=$(mktemp -d)/perf.data
 # One fixed step long enough to sample inside it, after connecting and warming up.
 "$target/release/bubble-bench" "$scenario" --common-rate "$rate" --step-secs $((secs + 20)) \
