@@ -13,11 +13,11 @@ Usage: scripts/bench-profile-paired.py [ROUNDS] [RATE] [SECONDS]
 (default 5 rounds at 40000 deliveries/s, 10 s recordings). Writes
 bench/results/profile-paired-<RATE>.txt (OUT=path: elsewhere); each
 round's profiles are kept under bench/results/profile-paired-<RATE>/.
+REPORT_ONLY=1 writes the report again from the kept profiles, without
+profiling.
 """
 
-import datetime
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -33,27 +33,90 @@ LABELS = {
 PER_DELIVERY = re.compile(
     r"([0-9.]+) µs per delivery, of which user space [0-9.]+ % \(([0-9.]+) µs\)"
 )
+# The profile's own header: `# (scripts/bench-profile.sh WHO RATE SECS; DATE; KERNEL)`.
+HEADER = re.compile(r"^# \(scripts/bench-profile\.sh [^;]*; ([^;]*); ([^)]*)\)$", re.M)
+COMPONENT = re.compile(r"^\s*([0-9.]+)%\s+(.+)$")
+
+
+def read(path):
+    """One kept profile: its total and user-space µs per delivery, Bubble's
+    user space by component (µs per delivery), and its date and kernel."""
+    with open(path, encoding="utf-8") as report:
+        text = report.read()
+    match = PER_DELIVERY.search(text)
+    header = HEADER.search(text)
+    if not match or not header:
+        sys.exit(f"no CPU per delivery in {path}")
+    total, user = float(match.group(1)), float(match.group(2))
+    components = {}
+    _, _, by_component = text.partition("by component")
+    for line in by_component.splitlines():
+        share = COMPONENT.match(line)
+        if share:
+            components[share.group(2)] = float(share.group(1)) * total / 100
+    return total, user, components, header.group(1), header.group(2)
 
 
 def profile(root, who, rate, secs, path):
-    """Total and user-space µs per delivery of one profile of `who`."""
-    env = dict(os.environ, OUT=path)
+    """Profiles `who` into `path` (scripts/bench-profile.sh)."""
     subprocess.run(
         [os.path.join(root, "scripts/bench-profile.sh"), who, str(rate), str(secs)],
         check=True,
-        env=env,
+        env=dict(os.environ, OUT=path),
         stdout=subprocess.DEVNULL,
     )
-    with open(path, encoding="utf-8") as report:
-        match = PER_DELIVERY.search(report.read())
-    if not match:
-        sys.exit(f"no CPU per delivery in {path}")
-    return float(match.group(1)), float(match.group(2))
 
 
-def spread(values):
+def spread(values, digits=2):
     """The median of `values` and, in brackets, the lowest and highest."""
-    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+    return (
+        f"{statistics.median(values):.{digits}f} "
+        f"({min(values):.{digits}f}–{max(values):.{digits}f})"
+    )
+
+
+def round_line(r, order, readings):
+    """Round `r`'s figures, each of Bubble's against nchan's."""
+    nchan_total, nchan_user = readings["nchan"][r][:2]
+    cells = [f"nchan {nchan_total:.2f} µs (user {nchan_user:.2f})"]
+    for who in SERVERS[1:]:
+        total, user = readings[who][r][:2]
+        cells.append(
+            f"{LABELS[who]} {total:.2f} (user {user:.2f}: "
+            f"{user / nchan_user:.2f}× nchan's; total {total / nchan_total:.2f}×)"
+        )
+    return f"round {r + 1} ({' → '.join(order)}): " + " · ".join(cells)
+
+
+def summary(readings):
+    """The medians over the rounds, as a table, then Bubble's components."""
+    nchan = readings["nchan"]
+    rows = [
+        "| server | total µs per delivery | user space µs | user space / nchan's | total / nchan's |",
+        "|---|---|---|---|---|",
+    ]
+    for who in SERVERS:
+        totals = [r[0] for r in readings[who]]
+        users = [r[1] for r in readings[who]]
+        if who == "nchan":
+            rows.append(f"| nchan | {spread(totals)} | {spread(users)} | | |")
+            continue
+        user_ratios = [r[1] / n[1] for r, n in zip(readings[who], nchan)]
+        total_ratios = [r[0] / n[0] for r, n in zip(readings[who], nchan)]
+        rows.append(
+            f"| {LABELS[who]} | {spread(totals)} | {spread(users)} | "
+            f"{spread(user_ratios)} | {spread(total_ratios)} |"
+        )
+    rows += ["", "## Bubble's user space by component (µs per delivery, median over the rounds)"]
+    for who in SERVERS[1:]:
+        names = sorted({name for r in readings[who] for name in r[2]})
+        medians = {n: [r[2].get(n, 0.0) for r in readings[who]] for n in names}
+        ranked = sorted(names, key=lambda n: -statistics.median(medians[n]))
+        rows.append(
+            f"{LABELS[who]}: "
+            + " · ".join(f"{n} {spread(medians[n], 3)}" for n in ranked)
+        )
+    return rows
 
 
 def main():
@@ -65,54 +128,33 @@ def main():
     out = os.environ.get("OUT", f"bench/results/profile-paired-{rate}.txt")
     keep = f"bench/results/profile-paired-{rate}"
     os.makedirs(keep, exist_ok=True)
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%FT%TZ")
     readings = {who: [] for who in SERVERS}
     lines = []
     for r in range(rounds):
         order = SERVERS[r % len(SERVERS):] + SERVERS[:r % len(SERVERS)]
         for who in order:
             path = f"{keep}/{who}-round{r + 1}.txt"
-            readings[who].append(profile(root, who, rate, secs, path))
-        nchan_total, nchan_user = readings["nchan"][r]
-        cells = [f"nchan {nchan_total:.2f} µs (user {nchan_user:.2f})"]
-        for who in SERVERS[1:]:
-            total, user = readings[who][r]
-            cells.append(
-                f"{LABELS[who]} {total:.2f} (user {user:.2f}: "
-                f"{user / nchan_user:.2f}× nchan's; total {total / nchan_total:.2f}×)"
-            )
-        lines.append(f"round {r + 1} ({' → '.join(order)}): " + " · ".join(cells))
+            if not os.environ.get("REPORT_ONLY"):
+                profile(root, who, rate, secs, path)
+            readings[who].append(read(path))
+        lines.append(round_line(r, order, readings))
         print(lines[-1], flush=True)
-    nchan = readings["nchan"]
-    summary = [
-        "| server | total µs per delivery | user space µs | user space / nchan's | total / nchan's |",
-        "|---|---|---|---|---|",
-    ]
-    for who in SERVERS:
-        totals = [t for t, _ in readings[who]]
-        users = [u for _, u in readings[who]]
-        if who == "nchan":
-            summary.append(f"| nchan | {spread(totals)} | {spread(users)} | | |")
-            continue
-        user_ratios = [u / n for (_, u), (_, n) in zip(readings[who], nchan)]
-        total_ratios = [t / n for (t, _), (n, _) in zip(readings[who], nchan)]
-        summary.append(
-            f"| {LABELS[who]} | {spread(totals)} | {spread(users)} | "
-            f"{spread(user_ratios)} | {spread(total_ratios)} |"
-        )
+    first = f"{keep}/{SERVERS[0]}-round1.txt"
+    started, kernel = read(first)[3:]
+    rows = summary(readings)
     with open(out, "w", encoding="utf-8") as report:
         report.write(
             f"# paired profiles (perf record -e cpu-clock -g) at {rate} deliveries/s, "
             f"{rounds} rounds of {secs} s recordings, the order rotating\n"
             f"# (scripts/bench-profile-paired.py {rounds} {rate} {secs}; {started}; "
-            f"{platform.release()}; each profile under {keep}/)\n\n"
+            f"{kernel}; each profile under {keep}/)\n\n"
         )
         report.write("\n".join(lines) + "\n\n")
         report.write(
             "## Medians over the rounds (lowest–highest); ratios are of the same round\n"
         )
-        report.write("\n".join(summary) + "\n")
-    print("\n".join(summary))
+        report.write("\n".join(rows) + "\n")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":
