@@ -22,6 +22,7 @@ import re
 import statistics
 import subprocess
 import sys
+from typing import NamedTuple
 
 SERVERS = ["nchan", "bubble", "threads", "threads-sqlite"]
 LABELS = {
@@ -38,9 +39,21 @@ HEADER = re.compile(r"^# \(scripts/bench-profile\.sh [^;]*; ([^;]*); ([^)]*)\)$"
 COMPONENT = re.compile(r"^\s*([0-9.]+)%\s+(.+)$")
 
 
+class Profile(NamedTuple):
+    """One kept profile's figures."""
+
+    total: float
+    """µs of CPU per delivery."""
+    user: float
+    """µs of user space per delivery."""
+    components: dict
+    """Bubble's user space by component, µs per delivery (none for nchan)."""
+    date: str
+    kernel: str
+
+
 def read(path):
-    """One kept profile: its total and user-space µs per delivery, Bubble's
-    user space by component (µs per delivery), and its date and kernel."""
+    """The figures of the kept profile at `path`."""
     with open(path, encoding="utf-8") as report:
         text = report.read()
     match = PER_DELIVERY.search(text)
@@ -54,7 +67,7 @@ def read(path):
         share = COMPONENT.match(line)
         if share:
             components[share.group(2)] = float(share.group(1)) * total / 100
-    return total, user, components, header.group(1), header.group(2)
+    return Profile(total, user, components, header.group(1), header.group(2))
 
 
 def profile(root, who, rate, secs, path):
@@ -77,13 +90,13 @@ def spread(values, digits=2):
 
 def round_line(r, order, readings):
     """Round `r`'s figures, each of Bubble's against nchan's."""
-    nchan_total, nchan_user = readings["nchan"][r][:2]
-    cells = [f"nchan {nchan_total:.2f} µs (user {nchan_user:.2f})"]
+    nchan = readings["nchan"][r]
+    cells = [f"nchan {nchan.total:.2f} µs (user {nchan.user:.2f})"]
     for who in SERVERS[1:]:
-        total, user = readings[who][r][:2]
+        p = readings[who][r]
         cells.append(
-            f"{LABELS[who]} {total:.2f} (user {user:.2f}: "
-            f"{user / nchan_user:.2f}× nchan's; total {total / nchan_total:.2f}×)"
+            f"{LABELS[who]} {p.total:.2f} (user {p.user:.2f}: "
+            f"{p.user / nchan.user:.2f}× nchan's; total {p.total / nchan.total:.2f}×)"
         )
     return f"round {r + 1} ({' → '.join(order)}): " + " · ".join(cells)
 
@@ -96,21 +109,21 @@ def summary(readings):
         "|---|---|---|---|---|",
     ]
     for who in SERVERS:
-        totals = [r[0] for r in readings[who]]
-        users = [r[1] for r in readings[who]]
+        totals = [p.total for p in readings[who]]
+        users = [p.user for p in readings[who]]
         if who == "nchan":
             rows.append(f"| nchan | {spread(totals)} | {spread(users)} | | |")
             continue
-        user_ratios = [r[1] / n[1] for r, n in zip(readings[who], nchan)]
-        total_ratios = [r[0] / n[0] for r, n in zip(readings[who], nchan)]
+        user_ratios = [p.user / n.user for p, n in zip(readings[who], nchan)]
+        total_ratios = [p.total / n.total for p, n in zip(readings[who], nchan)]
         rows.append(
             f"| {LABELS[who]} | {spread(totals)} | {spread(users)} | "
             f"{spread(user_ratios)} | {spread(total_ratios)} |"
         )
     rows += ["", "## Bubble's user space by component (µs per delivery, median over the rounds)"]
     for who in SERVERS[1:]:
-        names = sorted({name for r in readings[who] for name in r[2]})
-        medians = {n: [r[2].get(n, 0.0) for r in readings[who]] for n in names}
+        names = sorted({name for p in readings[who] for name in p.components})
+        medians = {n: [p.components.get(n, 0.0) for p in readings[who]] for n in names}
         ranked = sorted(names, key=lambda n: -statistics.median(medians[n]))
         rows.append(
             f"{LABELS[who]}: "
@@ -139,15 +152,14 @@ def main():
             readings[who].append(read(path))
         lines.append(round_line(r, order, readings))
         print(lines[-1], flush=True)
-    first = f"{keep}/{SERVERS[0]}-round1.txt"
-    started, kernel = read(first)[3:]
+    first = readings[SERVERS[0]][0]
     rows = summary(readings)
     with open(out, "w", encoding="utf-8") as report:
         report.write(
             f"# paired profiles (perf record -e cpu-clock -g) at {rate} deliveries/s, "
             f"{rounds} rounds of {secs} s recordings, the order rotating\n"
-            f"# (scripts/bench-profile-paired.py {rounds} {rate} {secs}; {started}; "
-            f"{kernel}; each profile under {keep}/)\n\n"
+            f"# (scripts/bench-profile-paired.py {rounds} {rate} {secs}; {first.date}; "
+            f"{first.kernel}; each profile under {keep}/)\n\n"
         )
         report.write("\n".join(lines) + "\n\n")
         report.write(

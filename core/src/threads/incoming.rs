@@ -160,18 +160,12 @@ mod tests {
         header_key: Option<&str>,
         max: usize,
     ) -> Result<CheckedEvent, BubbleError> {
-        let invalid = |m: &str| BubbleError::InvalidRequest(m.into());
         let mut event: Map<String, Value> = match serde_json::from_str(json) {
             Ok(Value::Object(map)) => map,
-            _ => return Err(invalid("not an object")),
+            _ => return Err(BubbleError::InvalidRequest("not an object".into())),
         };
         let ty = rules::appendable_type(&event)?;
-        let field = match event.remove("idempotencyKey") {
-            None => None,
-            Some(Value::String(f)) => Some(f),
-            Some(_) => return Err(invalid("key not a string")),
-        };
-        let key = rules::idempotency_key(field, header_key)?;
+        let key = rules::take_idempotency_key(&mut event, header_key)?;
         let body = rules::event_body(ty, event, &PrincipalId::new(ALICE), max)?;
         Ok(CheckedEvent { ty, key, body })
     }

@@ -230,17 +230,7 @@ impl Threads {
         let held = self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
         permit(caller, id, held, Capability::Append(ty))?;
-        let field = match event.remove("idempotencyKey") {
-            None => None,
-            Some(Value::String(f)) => Some(f),
-            Some(_) => {
-                return Err(BubbleError::InvalidRequest(
-                    "Event field \"idempotencyKey\" must be a string.".into(),
-                )
-                .into())
-            }
-        };
-        let key = rules::idempotency_key(field, header_key)?;
+        let key = rules::take_idempotency_key(&mut event, header_key)?;
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         self.append_checked(cx, id, body, key)
     }

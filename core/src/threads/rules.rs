@@ -125,6 +125,25 @@ pub(crate) fn idempotency_key(
     Ok(key)
 }
 
+/// An append's idempotency key, taken out of the event object (it is not
+/// stored with the event): its `idempotencyKey` field, which must be a
+/// string, merged with the header by [`idempotency_key`].
+pub(crate) fn take_idempotency_key(
+    event: &mut Map<String, Value>,
+    header: Option<&str>,
+) -> Result<Option<String>, BubbleError> {
+    let field = match event.remove("idempotencyKey") {
+        None => None,
+        Some(Value::String(f)) => Some(f),
+        Some(_) => {
+            return Err(BubbleError::InvalidRequest(
+                "Event field \"idempotencyKey\" must be a string.".into(),
+            ))
+        }
+    };
+    idempotency_key(field, header)
+}
+
 /// The appendable type of an event object; server-emitted and unknown types
 /// are `invalid_request`.
 pub(crate) fn appendable_type(event: &Map<String, Value>) -> Result<AppendableType, BubbleError> {
