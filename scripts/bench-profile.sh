@@ -6,7 +6,8 @@
 # Usage: scripts/bench-profile.sh bubble|threads|threads-sqlite|nchan|floor [DELIVERIES_PER_S] [SECONDS]
 # (bubble: channels; threads, threads-sqlite: the same fan-out as thread appends;
 # KEEP=path keeps the perf recording there, for perf report and perf annotate;
-# OUT=path writes the report there instead)
+# OUT=path writes the report there instead; BUBBLE=path profiles that
+# bubble binary instead of this workspace's release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 who=${1:?bubble, threads, threads-sqlite, nchan or floor}
@@ -29,7 +30,7 @@ out=${OUT:-bench/results/profile-$who-$rate.txt}
 data=$(mktemp -d)/perf.data
 # One fixed step long enough to sample inside it, after connecting and warming up.
 "$target/release/bubble-bench" "$scenario" --common-rate "$rate" --step-secs $((secs + 20)) \
-  --results "$(dirname "$data")" >/dev/null 2>&1 &
+  ${BUBBLE:+--bubble "$BUBBLE"} --results "$(dirname "$data")" >/dev/null 2>&1 &
 bench=$!
 # Every process the generator started, and theirs (nginx's workers).
 descendants() {

@@ -3,7 +3,8 @@
 //!
 //! The host moves bytes and decides nothing the protocol defines. One task
 //! owns the [`bubble_core::Engine`] and is fed every socket event, HTTP
-//! request and timer through one bounded inbox; a persistence worker
+//! request and timer through one bounded inbox (on one core, HTTP requests
+//! are fed to it directly by their connection's task); a persistence worker
 //! makes the engine's write batches durable (group commit) and reports them
 //! back; each WebSocket has a task with a bounded outbound queue.
 

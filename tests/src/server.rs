@@ -41,6 +41,8 @@ pub struct Server {
     starts: u32,
     /// `RUST_LOG` for the child (None: inherited from the test).
     log_filter: Option<String>,
+    /// Run the child on the machine's first CPU only.
+    one_core: bool,
 }
 
 impl Server {
@@ -60,10 +62,26 @@ impl Server {
         Server::start_with(config_toml, Store::Sqlite, Some(filter.to_owned()))
     }
 
+    /// Starts the server with `config_toml` and `store`, held to the
+    /// machine's first CPU (as `taskset -c 0` would): it then sizes itself
+    /// for one core, the engine sharing its thread with the sockets.
+    pub fn start_on_one_core(config_toml: &str, store: Store) -> Server {
+        Server::build(config_toml, store, None, true)
+    }
+
     pub(crate) fn start_with(
         config_toml: &str,
         store: Store,
         log_filter: Option<String>,
+    ) -> Server {
+        Server::build(config_toml, store, log_filter, false)
+    }
+
+    fn build(
+        config_toml: &str,
+        store: Store,
+        log_filter: Option<String>,
+        one_core: bool,
     ) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("bubble-test-")
@@ -78,6 +96,7 @@ impl Server {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             starts: 0,
             log_filter,
+            one_core,
         };
         server.spawn();
         server
@@ -105,6 +124,14 @@ impl Server {
             .stderr(Stdio::from(log.try_clone().expect("clone log file")));
         if let Some(filter) = &self.log_filter {
             cmd.env("RUST_LOG", filter);
+        }
+        if self.one_core {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: runs in the child between fork and exec, and only
+            // calls `sched_setaffinity`, which is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(first_cpu_only);
+            }
         }
         let mut child = cmd.spawn().expect("spawn the bubble binary");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -270,6 +297,22 @@ impl Drop for Server {
             }
         }
     }
+}
+
+/// Holds the calling process to CPU 0.
+fn first_cpu_only() -> std::io::Result<()> {
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; `CPU_SET` and
+    // `sched_setaffinity` only read and write that set.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        set
+    };
+    // SAFETY: `set` is a valid `cpu_set_t` of the size given.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Sends `sig` to a child process that has not been reaped; asserts it was sent.

@@ -2,13 +2,17 @@
 //!
 //! Everything that happens (a socket opened, a frame, an HTTP request, a
 //! timer) arrives as a [`Command`] on one bounded inbox; batches made
-//! durable and reads completed arrive on their own channels. After each
+//! durable and reads completed arrive on their own channels. Where the
+//! engine shares its thread with the sockets, an HTTP request's own task
+//! hands it the command directly instead ([`here`]). After each
 //! input the task drains every output and dispatches it: frames to the
 //! socket's bounded queue, responses to the waiting HTTP handler, batches to
 //! the persistence worker, reads to the reader pool. It never blocks on a
 //! peer or on the store.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -326,7 +330,10 @@ pub(crate) fn spawn(
         Ok::<_, std::io::Error>(driver)
     };
     let engine = match home {
-        Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(build()?.run(channels)))),
+        Home::Local => EngineJoin::Local(tokio::task::spawn_local(guarded(run_here(
+            build()?,
+            channels,
+        )))),
         Home::Thread => {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_time()
@@ -337,7 +344,7 @@ pub(crate) fn spawn(
                 .spawn(move || match build() {
                     Ok(driver) => {
                         let _ = started_tx.send(Ok(()));
-                        runtime.block_on(guarded(driver.run(channels)));
+                        runtime.block_on(guarded(Driver::run(&RefCell::new(driver), channels)));
                     }
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
@@ -353,6 +360,42 @@ pub(crate) fn spawn(
         inbox: inbox_tx,
         engine,
         worker,
+    })
+}
+
+thread_local! {
+    /// The engine that runs on this thread beside the sockets (see
+    /// [`Home::Local`]), for [`here`].
+    static LOCAL: RefCell<Option<Rc<RefCell<Driver>>>> = const { RefCell::new(None) };
+}
+
+/// Runs the engine task on this thread and lets the tasks beside it hand
+/// it work directly ([`here`]) while it runs.
+async fn run_here(driver: Driver, channels: Channels) {
+    let driver = Rc::new(RefCell::new(driver));
+    LOCAL.with(|slot| *slot.borrow_mut() = Some(driver.clone()));
+    Driver::run(&driver, channels).await;
+    LOCAL.with(|slot| *slot.borrow_mut() = None);
+}
+
+/// Carries out `command` at once when the engine runs on this thread and
+/// is waiting (between two of its turns), and writes the sockets it queued
+/// frames to; gives the command back, for the inbox, when it cannot. A
+/// request handled so costs no hand-over to the engine task and back: its
+/// answer is ready when this returns (with a memory store) and its fan-out
+/// is written. [`Command::Stop`] is never taken.
+pub(crate) fn here(command: Command) -> Option<Command> {
+    if matches!(command, Command::Stop) {
+        return Some(command);
+    }
+    LOCAL.with(|slot| {
+        let slot = slot.borrow();
+        let Some(mut driver) = slot.as_ref().and_then(|d| d.try_borrow_mut().ok()) else {
+            return Some(command);
+        };
+        driver.command(command);
+        driver.flush_sockets();
+        None
     })
 }
 
@@ -428,7 +471,11 @@ impl Driver {
         self.clock.now(wall_clock())
     }
 
-    async fn run(mut self, mut channels: Channels) {
+    /// Runs the engine task until [`Command::Stop`] or until every sender
+    /// of its inbox is gone. The driver is borrowed only between awaits,
+    /// so that a request handled on this thread (see [`here`]) finds it
+    /// free whenever this task waits.
+    async fn run(this: &RefCell<Driver>, mut channels: Channels) {
         let mut commands = Vec::with_capacity(COMMANDS_PER_TURN);
         let mut outcomes = Vec::new();
         let mut completions = Vec::new();
@@ -442,7 +489,7 @@ impl Driver {
         tokio::pin!(timer);
         let mut armed: Option<Millis> = None;
         loop {
-            let due = self.engine.poll_timeout();
+            let due = this.borrow().engine.poll_timeout();
             if due != armed {
                 if let Some(at) = due {
                     let wait = at.0.saturating_sub(wall_clock().0);
@@ -452,47 +499,50 @@ impl Driver {
                 }
                 armed = due;
             }
-            tokio::select! {
+            let go_on = tokio::select! {
                 biased;
                 n = channels.done.recv_many(&mut outcomes, COMMANDS_PER_TURN), if done_open => {
                     done_open = n > 0;
-                    self.settle(std::mem::take(&mut outcomes));
+                    this.borrow_mut().settle(std::mem::take(&mut outcomes));
+                    true
                 }
                 n = channels.reads.recv_many(&mut completions, COMMANDS_PER_TURN), if reads_open => {
                     reads_open = n > 0;
+                    let mut driver = this.borrow_mut();
                     for (read, result) in completions.drain(..) {
-                        self.input(Input::ReadDone { read, result });
+                        driver.input(Input::ReadDone { read, result });
                     }
+                    true
                 }
                 n = channels.inbox.recv_many(&mut commands, COMMANDS_PER_TURN) => {
                     if n == 0 {
                         break;
                     }
-                    if !self.commands(&mut commands) {
-                        self.flush_sockets();
-                        return self.finish();
-                    }
+                    this.borrow_mut().commands(&mut commands)
                 }
                 () = &mut timer, if armed.is_some() => {
                     armed = None;
-                    self.input(Input::Tick);
+                    this.borrow_mut().input(Input::Tick);
+                    true
                 }
-            }
-            if !self.due.is_empty() {
+            };
+            let go_on = if go_on && !this.borrow().due.is_empty() {
                 // Before writing the turn's sockets, the rest of the runtime
                 // runs once: the turn's HTTP answers go out (a publisher can
                 // send its next request while the fan-out is written) and
                 // whatever arrived meanwhile joins this turn, so that under
                 // load each socket's send carries more frames.
                 tokio::task::yield_now().await;
-                if !self.take_ready(&mut channels, &mut commands) {
-                    self.flush_sockets();
-                    return self.finish();
-                }
+                this.borrow_mut().take_ready(&mut channels, &mut commands)
+            } else {
+                go_on
+            };
+            this.borrow_mut().flush_sockets();
+            if !go_on {
+                break;
             }
-            self.flush_sockets();
         }
-        self.finish();
+        this.borrow_mut().finish();
     }
 
     /// Handles, without waiting, what the channels already hold (at most a

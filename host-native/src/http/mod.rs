@@ -305,13 +305,10 @@ async fn engine_route(host: Arc<Host>, req: Request) -> Response {
         body,
     };
     let (reply, response) = oneshot::channel();
-    if host
-        .inbox
-        .send(Command::Http { request, reply })
-        .await
-        .is_err()
-    {
-        return unavailable();
+    if let Some(command) = crate::driver::here(Command::Http { request, reply }) {
+        if host.inbox.send(command).await.is_err() {
+            return unavailable();
+        }
     }
     match response.await {
         Ok(response) => respond(response),
