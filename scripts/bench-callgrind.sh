@@ -11,7 +11,10 @@
 # subscriptions and start-up cancel out), split by component.
 # Usage: scripts/bench-callgrind.sh [RATE]   (default 3000 deliveries/s;
 # BUBBLE=path measures another `bubble` binary, e.g. an older build;
-# KEEP=DIR keeps the callgrind outputs there, for callgrind_annotate)
+# KEEP=DIR keeps the callgrind outputs there, for callgrind_annotate).
+# HTTP is the request's way through hyper and the handler, less the engine's
+# work that a request fed to the engine on its own task (`driver::here`,
+# the server on one core) does within it.
 # Writes bench/results/callgrind-fanout.txt (REPORT=path: elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,7 +89,7 @@ WRAP
       "$(grep -m1 "PROGRAM TOTALS" "$f" | awk '{gsub(",","",$1); print $1}')" \
       "$(( $(incl "$f" 'bubble_core::engine::Engine::handle') + $(incl "$f" 'bubble_core::engine::Engine::poll_output') ))" \
       "$(( $(incl "$f" "$d::queue") + $(incl "$f" "$d::queue_all") - $(from "$dir/callers.txt" "$d::queue" "$d::queue_all") + $(incl "$f" "$d::flush_sockets") ))" \
-      "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
+      "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') - $(incl "$f" 'bubble_server::driver::here') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
   done
 }
 

@@ -24,7 +24,7 @@ use bubble_core::{
     ClaimId, Config, ConnId, Engine, Input, Millis, MonotonicNow, Output, RequestId, WsFrame,
 };
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
@@ -344,7 +344,11 @@ pub(crate) fn spawn(
                 .spawn(move || match build() {
                     Ok(driver) => {
                         let _ = started_tx.send(Ok(()));
-                        runtime.block_on(guarded(Driver::run(&RefCell::new(driver), channels)));
+                        runtime.block_on(guarded(Driver::run(
+                            &RefCell::new(driver),
+                            channels,
+                            &Notify::new(),
+                        )));
                     }
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
@@ -363,38 +367,60 @@ pub(crate) fn spawn(
     })
 }
 
+/// The engine that runs on this thread beside the sockets, for [`here`].
+struct LocalEngine {
+    driver: Rc<RefCell<Driver>>,
+    /// Wakes the engine task to write the sockets a request fed here
+    /// queued frames to.
+    written: Rc<Notify>,
+}
+
 thread_local! {
-    /// The engine that runs on this thread beside the sockets (see
-    /// [`Home::Local`]), for [`here`].
-    static LOCAL: RefCell<Option<Rc<RefCell<Driver>>>> = const { RefCell::new(None) };
+    /// Set while the engine runs on this thread (see [`Home::Local`]).
+    static LOCAL: RefCell<Option<LocalEngine>> = const { RefCell::new(None) };
 }
 
 /// Runs the engine task on this thread and lets the tasks beside it hand
 /// it work directly ([`here`]) while it runs.
 async fn run_here(driver: Driver, channels: Channels) {
     let driver = Rc::new(RefCell::new(driver));
-    LOCAL.with(|slot| *slot.borrow_mut() = Some(driver.clone()));
-    Driver::run(&driver, channels).await;
+    let written = Rc::new(Notify::new());
+    LOCAL.with(|slot| {
+        *slot.borrow_mut() = Some(LocalEngine {
+            driver: driver.clone(),
+            written: written.clone(),
+        });
+    });
+    Driver::run(&driver, channels, &written).await;
     LOCAL.with(|slot| *slot.borrow_mut() = None);
 }
 
 /// Carries out `command` at once when the engine runs on this thread and
-/// is waiting (between two of its turns), and writes the sockets it queued
-/// frames to; gives the command back, for the inbox, when it cannot. A
-/// request handled so costs no hand-over to the engine task and back: its
-/// answer is ready when this returns (with a memory store) and its fan-out
-/// is written. [`Command::Stop`] is never taken.
+/// is waiting (between two of its turns); gives the command back, for the
+/// inbox, when it cannot. A request handled so costs no hand-over to the
+/// engine task and back: with a memory store its answer is ready when this
+/// returns. The frames it queued are written by the engine task, woken for
+/// that, once the requests that arrived with this one were fed too: under
+/// load, each socket's send then carries several publications.
+/// [`Command::Stop`] is never taken. Kept out of line, so that profiles
+/// (`scripts/bench-callgrind.sh`) tell the engine's work from the request's.
+#[inline(never)]
 pub(crate) fn here(command: Command) -> Option<Command> {
     if matches!(command, Command::Stop) {
         return Some(command);
     }
     LOCAL.with(|slot| {
         let slot = slot.borrow();
-        let Some(mut driver) = slot.as_ref().and_then(|d| d.try_borrow_mut().ok()) else {
+        let Some(local) = slot.as_ref() else {
+            return Some(command);
+        };
+        let Ok(mut driver) = local.driver.try_borrow_mut() else {
             return Some(command);
         };
         driver.command(command);
-        driver.flush_sockets();
+        if !driver.due.is_empty() {
+            local.written.notify_one();
+        }
         None
     })
 }
@@ -474,8 +500,9 @@ impl Driver {
     /// Runs the engine task until [`Command::Stop`] or until every sender
     /// of its inbox is gone. The driver is borrowed only between awaits,
     /// so that a request handled on this thread (see [`here`]) finds it
-    /// free whenever this task waits.
-    async fn run(this: &RefCell<Driver>, mut channels: Channels) {
+    /// free whenever this task waits; `written` wakes the task to write
+    /// the sockets such requests queued frames to.
+    async fn run(this: &RefCell<Driver>, mut channels: Channels, written: &Notify) {
         let mut commands = Vec::with_capacity(COMMANDS_PER_TURN);
         let mut outcomes = Vec::new();
         let mut completions = Vec::new();
@@ -524,6 +551,13 @@ impl Driver {
                     armed = None;
                     this.borrow_mut().input(Input::Tick);
                     true
+                }
+                // Requests fed on this thread queued frames: the tasks woken
+                // with theirs have run (this task was queued behind them), so
+                // the sockets are written at once.
+                () = written.notified() => {
+                    this.borrow_mut().flush_sockets();
+                    continue;
                 }
             };
             let go_on = if go_on && !this.borrow().due.is_empty() {
