@@ -401,8 +401,9 @@ async fn run_here(driver: Driver, channels: Channels) {
 /// engine task and back: with a memory store its answer is ready when this
 /// returns. The frames it queued are written by the engine task, woken for
 /// that, once the requests that arrived with this one were fed too: under
-/// load, each socket's send then carries several publications.
-/// [`Command::Stop`] is never taken. Kept out of line, so that profiles
+/// load, each socket's send then carries several publications; it is woken
+/// as well when the request moved the engine's next deadline, to set its
+/// timer. [`Command::Stop`] is never taken. Kept out of line, so that profiles
 /// (`scripts/bench-callgrind.sh`) tell the engine's work from the request's.
 #[inline(never)]
 pub(crate) fn here(command: Command) -> Option<Command> {
@@ -417,8 +418,11 @@ pub(crate) fn here(command: Command) -> Option<Command> {
         let Ok(mut driver) = local.driver.try_borrow_mut() else {
             return Some(command);
         };
+        let deadline = driver.engine.poll_timeout();
         driver.command(command);
-        if !driver.due.is_empty() {
+        // The engine task also sets its timer anew when the request moved
+        // the engine's next deadline.
+        if !driver.due.is_empty() || driver.engine.poll_timeout() != deadline {
             local.written.notify_one();
         }
         None
@@ -552,9 +556,9 @@ impl Driver {
                     this.borrow_mut().input(Input::Tick);
                     true
                 }
-                // Requests fed on this thread queued frames: the tasks woken
-                // with theirs have run (this task was queued behind them), so
-                // the sockets are written at once.
+                // Requests fed on this thread queued frames (or moved the
+                // deadline): the tasks woken with theirs have run (this task
+                // was queued behind them), so the sockets are written at once.
                 () = written.notified() => {
                     this.borrow_mut().flush_sockets();
                     continue;
