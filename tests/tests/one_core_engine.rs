@@ -8,14 +8,15 @@
 mod channels_common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use bubble_tests::threads::{
     create_thread, error_code, expect_event, page_all, run_started, subscribe, thread_path,
 };
 use bubble_tests::{HttpClient, Server, Store, ALICE, TEST_CONFIG};
-use channels_common::{backend, connect, events_path, publish, subscribe as subscribe_channel};
-use serde_json::{json, Value};
+use channels_common::{
+    backend, events_path, expect_published_ticks, publish, spawn_tick_publishers, subscribe_spread,
+};
+use serde_json::json;
 
 const CHANNELS: usize = 4;
 const SUBSCRIBERS: usize = 16;
@@ -36,25 +37,8 @@ fn on_one_core(server: &Server) {
 async fn concurrent_publishes_arrive_once_in_order() {
     let server = Server::start_on_one_core(TEST_CONFIG, Store::Memory);
     on_one_core(&server);
-    let mut sockets = Vec::new();
-    for i in 0..SUBSCRIBERS {
-        let mut socket = connect(&server).await;
-        let channel = i % CHANNELS;
-        subscribe_channel(&mut socket.ws, &format!("news-{channel}")).await;
-        sockets.push((channel, socket));
-    }
-    let mut publishers = Vec::new();
-    for channel in 0..CHANNELS {
-        let client = backend(&server);
-        publishers.push(tokio::spawn(async move {
-            for n in 0..PUBLISHES {
-                let body =
-                    json!({"channel": format!("news-{channel}"), "name": "tick", "data": {"n": n}});
-                let (status, response) = client.post(&events_path(), &body).await;
-                assert_eq!(status, 202, "{response}");
-            }
-        }));
-    }
+    let mut sockets = subscribe_spread(&server, SUBSCRIBERS, CHANNELS).await;
+    let publishers = spawn_tick_publishers(&server, CHANNELS, PUBLISHES);
     // Refused publishes between them: their exact codes, and no frame.
     let client = backend(&server);
     let (status, response) = client.post(&events_path(), &json!({"name": "e"})).await;
@@ -72,23 +56,7 @@ async fn concurrent_publishes_arrive_once_in_order() {
         )
         .await;
     assert_eq!(response.status, 400, "{}", response.text());
-    for publisher in publishers {
-        publisher.await.expect("publisher");
-    }
-    for (channel, socket) in &mut sockets {
-        for n in 0..PUBLISHES {
-            let frame = socket.ws.recv_json().await;
-            assert_eq!(frame["channel"], format!("news-{channel}"), "{frame}");
-            let event: Value =
-                serde_json::from_str(frame["data"].as_str().expect("data is a string"))
-                    .expect("data is JSON");
-            assert_eq!(event, json!({"name": "tick", "data": {"n": n}}));
-        }
-        socket
-            .ws
-            .expect_no_frame_within(Duration::from_millis(50))
-            .await;
-    }
+    expect_published_ticks(publishers, &mut sockets, PUBLISHES).await;
     publish(
         &server,
         &json!({"channel": "news-0", "name": "after", "data": null}),

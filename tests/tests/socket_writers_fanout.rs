@@ -8,12 +8,10 @@
 
 mod channels_common;
 
-use std::time::Duration;
-
 use bubble_tests::threads::{create_thread, expect_event, run_started, subscribe};
 use bubble_tests::{Server, Store, ALICE, TEST_CONFIG};
-use channels_common::{connect, publish, subscribe as subscribe_channel, Socket};
-use serde_json::{json, Value};
+use channels_common::{expect_published_ticks, publish, spawn_tick_publishers, subscribe_spread};
+use serde_json::json;
 
 const SUBSCRIBERS: usize = 40;
 const CHANNELS: usize = 4;
@@ -58,48 +56,11 @@ impl Writing {
 async fn channel_publications_arrive_once_in_order(writing: Writing) {
     let server = Server::start_with_store(&writing.config(), Store::Memory);
     writing.check(&server);
-    let mut sockets: Vec<(usize, Socket)> = Vec::new();
-    for i in 0..SUBSCRIBERS {
-        let mut socket = connect(&server).await;
-        let channel = i % CHANNELS;
-        subscribe_channel(&mut socket.ws, &format!("news-{channel}")).await;
-        sockets.push((channel, socket));
-    }
+    let mut sockets = subscribe_spread(&server, SUBSCRIBERS, CHANNELS).await;
     // Publications to every channel, sent concurrently so that engine
     // turns carry several frames per socket.
-    let mut sends = Vec::new();
-    for channel in 0..CHANNELS {
-        let server_url = server.base_url();
-        sends.push(tokio::spawn(async move {
-            let backend =
-                bubble_tests::HttpClient::new(&server_url, Some(bubble_tests::APP_SECRET));
-            for n in 0..PUBLISHES {
-                let body =
-                    json!({"channel": format!("news-{channel}"), "name": "tick", "data": {"n": n}});
-                let (status, response) = backend
-                    .post(&format!("/api/apps/{}/events", bubble_tests::APP_ID), &body)
-                    .await;
-                assert_eq!(status, 202, "{response}");
-            }
-        }));
-    }
-    for send in sends {
-        send.await.expect("publisher");
-    }
-    for (channel, socket) in &mut sockets {
-        for n in 0..PUBLISHES {
-            let frame = socket.ws.recv_json().await;
-            assert_eq!(frame["channel"], format!("news-{channel}"), "{frame}");
-            let event: Value =
-                serde_json::from_str(frame["data"].as_str().expect("data is a string"))
-                    .expect("data is JSON");
-            assert_eq!(event, json!({"name": "tick", "data": {"n": n}}));
-        }
-        socket
-            .ws
-            .expect_no_frame_within(Duration::from_millis(50))
-            .await;
-    }
+    let sends = spawn_tick_publishers(&server, CHANNELS, PUBLISHES);
+    expect_published_ticks(sends, &mut sockets, PUBLISHES).await;
     // The server still answers after the burst.
     publish(
         &server,

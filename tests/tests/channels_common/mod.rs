@@ -133,6 +133,74 @@ pub async fn recv_event(ws: &mut WsClient) -> (String, String, Value) {
     )
 }
 
+/// Opens `sockets` pubb sockets, socket `i` subscribed to `news-{i % channels}`;
+/// returns each with its channel's name.
+pub async fn subscribe_spread(
+    server: &Server,
+    sockets: usize,
+    channels: usize,
+) -> Vec<(String, Socket)> {
+    let mut subscribed = Vec::with_capacity(sockets);
+    for i in 0..sockets {
+        let mut socket = connect(server).await;
+        let channel = format!("news-{}", i % channels);
+        subscribe(&mut socket.ws, &channel).await;
+        subscribed.push((channel, socket));
+    }
+    subscribed
+}
+
+/// Starts one publisher per channel `news-0`…, each publishing `count`
+/// events named `tick` with data `{"n": 0}`, `{"n": 1}`, … over HTTP, one
+/// at a time, and asserting each is accepted.
+pub fn spawn_tick_publishers(
+    server: &Server,
+    channels: usize,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..channels)
+        .map(|channel| {
+            let client = backend(server);
+            tokio::spawn(async move {
+                for n in 0..count {
+                    let body = json!({"channel": format!("news-{channel}"), "name": "tick", "data": {"n": n}});
+                    let (status, response) = client.post(&events_path(), &body).await;
+                    assert_eq!(status, 202, "{response}");
+                }
+            })
+        })
+        .collect()
+}
+
+/// Waits for `publishers` (see [`spawn_tick_publishers`]), then reads each
+/// socket's `count` ticks in order (see [`expect_ticks`]).
+pub async fn expect_published_ticks(
+    publishers: Vec<tokio::task::JoinHandle<()>>,
+    sockets: &mut [(String, Socket)],
+    count: usize,
+) {
+    for publisher in publishers {
+        publisher.await.expect("publisher");
+    }
+    for (channel, socket) in sockets {
+        expect_ticks(&mut socket.ws, channel, count).await;
+    }
+}
+
+/// Reads `count` publications named `tick` on `channel`, with data
+/// `{"n": 0}`, `{"n": 1}`, … in that order, then asserts nothing follows.
+pub async fn expect_ticks(ws: &mut WsClient, channel: &str, count: usize) {
+    for n in 0..count {
+        let event = recv_event(ws).await;
+        assert_eq!(
+            event,
+            (channel.to_owned(), "tick".to_owned(), json!({"n": n}))
+        );
+    }
+    ws.expect_no_frame_within(std::time::Duration::from_millis(50))
+        .await;
+}
+
 /// A config with the test app plus `extra` TOML appended.
 pub fn config_with(extra: &str) -> String {
     format!("{}\n{extra}\n", bubble_tests::TEST_CONFIG)
