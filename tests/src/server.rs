@@ -62,8 +62,8 @@ impl Server {
         Server::start_with(config_toml, Store::Sqlite, Some(filter.to_owned()))
     }
 
-    /// Starts the server with `config_toml` and `store`, held to the
-    /// machine's first CPU (as `taskset -c 0` would): it then sizes itself
+    /// Starts the server with `config_toml` and `store`, held to the first
+    /// CPU the tests may use (as `taskset -c` would): it then sizes itself
     /// for one core, the engine sharing its thread with the sockets.
     pub fn start_on_one_core(config_toml: &str, store: Store) -> Server {
         Server::build(config_toml, store, None, true)
@@ -299,17 +299,30 @@ impl Drop for Server {
     }
 }
 
-/// Holds the calling process to CPU 0.
+/// Holds the calling process to the lowest-numbered CPU it may run on.
 fn first_cpu_only() -> std::io::Result<()> {
-    // SAFETY: a zeroed `cpu_set_t` is an empty set; `CPU_SET` and
-    // `sched_setaffinity` only read and write that set.
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: a zeroed `cpu_set_t` is an empty set, filled by
+    // `sched_getaffinity` with the CPUs this process may run on.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `allowed` is a valid `cpu_set_t` of the size given.
+    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let cpus = usize::try_from(libc::CPU_SETSIZE).unwrap_or(0);
+    // SAFETY: `CPU_ISSET` only reads `allowed`, below its size.
+    let Some(cpu) = (0..cpus).find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &allowed) }) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: a zeroed `cpu_set_t` is an empty set; `CPU_SET` writes it
+    // below its size.
     let set = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(0, &mut set);
+        libc::CPU_SET(cpu, &mut set);
         set
     };
     // SAFETY: `set` is a valid `cpu_set_t` of the size given.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+    if unsafe { libc::sched_setaffinity(0, size, &set) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

@@ -395,33 +395,28 @@ async fn run_here(driver: Driver, channels: Channels) {
     LOCAL.with(|slot| *slot.borrow_mut() = None);
 }
 
-/// Carries out `command` at once when the engine runs on this thread and
-/// is waiting (between two of its turns); gives the command back, for the
-/// inbox, when it cannot. A request handled so costs no hand-over to the
-/// engine task and back: with a memory store its answer is ready when this
-/// returns. The frames it queued are written by the engine task, woken for
-/// that, once the requests that arrived with this one were fed too: under
-/// load, each socket's send then carries several publications; it is woken
-/// as well when the request moved the engine's next deadline, to set its
-/// timer. [`Command::Stop`] is never taken. Kept out of line, so that profiles
+/// Carries out an HTTP request at once when the engine runs on this thread
+/// and is waiting (between two of its turns); gives it back, as a command
+/// for the inbox, when it cannot. A request handled so costs no hand-over
+/// to the engine task and back: with a memory store its answer is ready
+/// when this returns. The frames it queued are written by the engine task,
+/// woken for that, once the requests that arrived with this one were fed
+/// too: under load, each socket's send then carries several publications;
+/// it is woken as well when the request moved the engine's next deadline,
+/// to set its timer. Kept out of line, so that profiles
 /// (`scripts/bench-callgrind.sh`) tell the engine's work from the request's.
 #[inline(never)]
-pub(crate) fn here(command: Command) -> Option<Command> {
-    if matches!(command, Command::Stop) {
-        return Some(command);
-    }
+pub(crate) fn here(request: OwnedRequest, reply: oneshot::Sender<HttpResponse>) -> Option<Command> {
     LOCAL.with(|slot| {
         let slot = slot.borrow();
         let Some(local) = slot.as_ref() else {
-            return Some(command);
+            return Some(Command::Http { request, reply });
         };
         let Ok(mut driver) = local.driver.try_borrow_mut() else {
-            return Some(command);
+            return Some(Command::Http { request, reply });
         };
         let deadline = driver.engine.poll_timeout();
-        driver.command(command);
-        // The engine task also sets its timer anew when the request moved
-        // the engine's next deadline.
+        driver.http(request, reply);
         if !driver.due.is_empty() || driver.engine.poll_timeout() != deadline {
             local.written.notify_one();
         }
@@ -639,6 +634,22 @@ impl Driver {
         tracing::debug!("engine task stopped");
     }
 
+    /// Feeds an HTTP request to the engine; its answer goes to `reply`.
+    fn http(&mut self, request: OwnedRequest, reply: oneshot::Sender<HttpResponse>) {
+        self.next_req += 1;
+        let req = RequestId(self.next_req);
+        self.pending.insert(req, reply);
+        let request = HttpRequest {
+            method: request.method,
+            path: &request.path,
+            query: &request.query,
+            authorization: request.authorization.as_deref(),
+            idempotency_key: request.idempotency_key.as_deref(),
+            body: &request.body,
+        };
+        self.input(Input::Http { req, request });
+    }
+
     /// Handles one command; false means stop.
     fn command(&mut self, command: Command) -> bool {
         match command {
@@ -686,20 +697,7 @@ impl Driver {
             }
             // Frames of sockets the engine already closed are dropped.
             Command::Frame { .. } | Command::Pong { .. } | Command::Drained { .. } => {}
-            Command::Http { request, reply } => {
-                self.next_req += 1;
-                let req = RequestId(self.next_req);
-                self.pending.insert(req, reply);
-                let request = HttpRequest {
-                    method: request.method,
-                    path: &request.path,
-                    query: &request.query,
-                    authorization: request.authorization.as_deref(),
-                    idempotency_key: request.idempotency_key.as_deref(),
-                    body: &request.body,
-                };
-                self.input(Input::Http { req, request });
-            }
+            Command::Http { request, reply } => self.http(request, reply),
             Command::Handshake { request, reply } => {
                 let _ = reply.send(self.engine.channel_handshake(&request));
             }

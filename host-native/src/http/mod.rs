@@ -305,7 +305,7 @@ async fn engine_route(host: Arc<Host>, req: Request) -> Response {
         body,
     };
     let (reply, response) = oneshot::channel();
-    if let Some(command) = crate::driver::here(Command::Http { request, reply }) {
+    if let Some(command) = crate::driver::here(request, reply) {
         if host.inbox.send(command).await.is_err() {
             return unavailable();
         }
