@@ -373,7 +373,9 @@ pub fn measure(
     // any quota (the bench pool's subscribers stay connected and idle: the
     // second generator publishes on channels of its own).
     let crosscheck = match load.crossgen_proto() {
-        Some(proto) if !ctx.fixed_only => crosscheck(ctx, server, shape, proto)?,
+        Some(proto) if !ctx.fixed_only => {
+            crosscheck(ctx, server, shape, proto, &shape.fixed_rates)?
+        }
         _ => Vec::new(),
     };
     if let Some(cores) = ctx.server_cpu {
@@ -427,22 +429,19 @@ pub fn measure(
     })
 }
 
-/// Drives `server` at the fixed rates with `bubble-crossgen` (the binary
-/// next to this one) and returns its records.
+/// Drives `server` at `rates` with `bubble-crossgen` (the binary next to
+/// this one) and returns its records.
 pub(super) fn crosscheck(
     ctx: &Ctx,
     server: &Server,
     shape: &FanoutShape,
     proto: &str,
+    rates: &[f64],
 ) -> Result<Vec<Value>, BenchError> {
     let bin = std::env::current_exe()
         .map_err(|e| BenchError::Check(format!("locate bubble-bench: {e}")))?
         .with_file_name("bubble-crossgen");
-    let rates: Vec<String> = shape
-        .fixed_rates
-        .iter()
-        .map(|r| format!("{r:.0}"))
-        .collect();
+    let rates: Vec<String> = rates.iter().map(|r| format!("{r:.0}")).collect();
     let mut cmd = Command::new(&bin);
     cmd.arg("--addr")
         .arg(server.addr.to_string())

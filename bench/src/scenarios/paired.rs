@@ -1,10 +1,10 @@
 //! Paired rounds of the headline's fixed-rate steps: every server of the
 //! comparison is started and subscribed at once (each sits idle while
 //! another is measured), then their steps are taken in turn, round after
-//! round, the order rotating each round. Each round ends with the second
-//! generator (`bubble-crossgen`) driving nchan and Bubble's channels at
-//! the same rates, so that the two generators are compared in the same
-//! rounds too.
+//! round, the order rotating each round. Right after nchan's and Bubble's
+//! channels' step at a rate, the second generator (`bubble-crossgen`)
+//! drives the same server at the same rate, so that the two generators'
+//! readings of one server are seconds apart, not minutes.
 //!
 //! A machine whose speed drifts over minutes (a VM's host can move one
 //! measurement by a quarter between two runs) moves every server's
@@ -131,24 +131,22 @@ pub(super) fn readings(
             step = step.saturating_add(1);
             for k in 0..rigs.len() {
                 let i = (k + round) % rigs.len();
+                let (server, load, label) = &started[i];
                 let r = rigs[i]
                     .step(ctx, None, step, rate)
-                    .map_err(|e| with_log(e, &started[i].0))?;
-                readings.push(Reading::bench(&rigs[i].label, round + 1, &r));
+                    .map_err(|e| with_log(e, server))?;
+                readings.push(Reading::bench(label, round + 1, &r));
+                let Some(proto) = load.crossgen_proto().filter(|_| crossed(who[i])) else {
+                    continue;
+                };
+                let records = crosscheck(ctx, server, shape, proto, &[rate])
+                    .map_err(|e| with_log(e, server))?;
+                readings.extend(
+                    records
+                        .into_iter()
+                        .map(|r| Reading::crossgen(label, round + 1, r)),
+                );
             }
-        }
-        for k in 0..rigs.len() {
-            let i = (k + round) % rigs.len();
-            let (server, load, label) = &started[i];
-            let Some(proto) = load.crossgen_proto().filter(|_| crossed(who[i])) else {
-                continue;
-            };
-            let records = crosscheck(ctx, server, shape, proto).map_err(|e| with_log(e, server))?;
-            readings.extend(
-                records
-                    .into_iter()
-                    .map(|r| Reading::crossgen(label, round + 1, r)),
-            );
         }
     }
     for rig in rigs {
