@@ -70,6 +70,9 @@ pub(crate) struct OwnedRequest {
     pub(crate) body: Bytes,
 }
 
+/// Where the answer to an HTTP request goes.
+pub(crate) type Reply = oneshot::Sender<HttpResponse>;
+
 /// Something for the engine task to do.
 #[derive(Debug)]
 pub(crate) enum Command {
@@ -94,10 +97,7 @@ pub(crate) enum Command {
     /// The socket is gone.
     Closed { conn: ConnId },
     /// An HTTP request; the response goes to `reply`.
-    Http {
-        request: OwnedRequest,
-        reply: oneshot::Sender<HttpResponse>,
-    },
+    Http { request: OwnedRequest, reply: Reply },
     /// Decide a `/socket` upgrade.
     Handshake {
         request: ChannelsUpgrade,
@@ -158,7 +158,7 @@ struct Driver {
     /// Open sockets; looked up for every frame, so indexed by their ids.
     conns: Table,
     /// Requests waiting for their answer, by the ids this task gave them.
-    pending: HashMap<RequestId, oneshot::Sender<HttpResponse>, foldhash::fast::RandomState>,
+    pending: HashMap<RequestId, Reply, foldhash::fast::RandomState>,
     next_req: u64,
     persister: Persister,
     stats: Arc<Stats>,
@@ -187,6 +187,8 @@ struct Driver {
     /// The threads that write the due sockets; `None`: the engine's
     /// thread writes them itself.
     writers: Option<Writers>,
+    /// The deadline the engine task's timer is set for.
+    armed: Option<Millis>,
 }
 
 /// Where the engine's reads are answered.
@@ -347,7 +349,7 @@ pub(crate) fn spawn(
                         runtime.block_on(guarded(Driver::run(
                             &RefCell::new(driver),
                             channels,
-                            &Notify::new(),
+                            None,
                         )));
                     }
                     Err(e) => {
@@ -391,37 +393,45 @@ async fn run_here(driver: Driver, channels: Channels) {
             written: written.clone(),
         });
     });
-    Driver::run(&driver, channels, &written).await;
+    Driver::run(&driver, channels, Some(&written)).await;
     LOCAL.with(|slot| *slot.borrow_mut() = None);
 }
 
 /// Carries out an HTTP request at once when the engine runs on this thread
-/// and is waiting (between two of its turns); gives it back, as a command
-/// for the inbox, when it cannot. A request handled so costs no hand-over
-/// to the engine task and back: with a memory store its answer is ready
-/// when this returns. The frames it queued are written by the engine task,
-/// woken for that, once the requests that arrived with this one were fed
-/// too: under load, each socket's send then carries several publications;
-/// it is woken as well when the request moved the engine's next deadline,
-/// to set its timer. Kept out of line, so that profiles
+/// and is waiting (between two of its turns); gives the request and its
+/// reply back, for the inbox, when it cannot. A request handled so costs no
+/// hand-over to the engine task and back: with a memory store its answer is
+/// ready when this returns. The frames it queued are written by the engine
+/// task, woken for that, once the requests that arrived with this one were
+/// fed too: under load, each socket's send then carries several
+/// publications; it is woken as well when the engine's next deadline is no
+/// longer the one its timer is set for. Kept out of line, so that profiles
 /// (`scripts/bench-callgrind.sh`) tell the engine's work from the request's.
 #[inline(never)]
-pub(crate) fn here(request: OwnedRequest, reply: oneshot::Sender<HttpResponse>) -> Option<Command> {
+pub(crate) fn here(request: OwnedRequest, reply: Reply) -> Option<(OwnedRequest, Reply)> {
     LOCAL.with(|slot| {
         let slot = slot.borrow();
         let Some(local) = slot.as_ref() else {
-            return Some(Command::Http { request, reply });
+            return Some((request, reply));
         };
         let Ok(mut driver) = local.driver.try_borrow_mut() else {
-            return Some(Command::Http { request, reply });
+            return Some((request, reply));
         };
-        let deadline = driver.engine.poll_timeout();
         driver.http(request, reply);
-        if !driver.due.is_empty() || driver.engine.poll_timeout() != deadline {
+        if !driver.due.is_empty() || driver.engine.poll_timeout() != driver.armed {
             local.written.notify_one();
         }
         None
     })
+}
+
+/// Waits for `written`, or forever when there is none (the engine has its
+/// own thread and nothing is fed to it directly).
+async fn notified(written: Option<&Notify>) {
+    match written {
+        Some(written) => written.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs the engine task; a panic in it ends the process (status 1) rather
@@ -489,6 +499,7 @@ impl Driver {
             keys,
             unclaimed: Vec::new(),
             writers,
+            armed: None,
         }
     }
 
@@ -499,9 +510,9 @@ impl Driver {
     /// Runs the engine task until [`Command::Stop`] or until every sender
     /// of its inbox is gone. The driver is borrowed only between awaits,
     /// so that a request handled on this thread (see [`here`]) finds it
-    /// free whenever this task waits; `written` wakes the task to write
-    /// the sockets such requests queued frames to.
-    async fn run(this: &RefCell<Driver>, mut channels: Channels, written: &Notify) {
+    /// free whenever this task waits; `written`, when requests are fed so,
+    /// wakes the task to write the sockets they queued frames to.
+    async fn run(this: &RefCell<Driver>, mut channels: Channels, written: Option<&Notify>) {
         let mut commands = Vec::with_capacity(COMMANDS_PER_TURN);
         let mut outcomes = Vec::new();
         let mut completions = Vec::new();
@@ -513,9 +524,11 @@ impl Driver {
         // driver (a write to its eventfd and one more `epoll_wait`) each time.
         let timer = tokio::time::sleep_until(Instant::now());
         tokio::pin!(timer);
-        let mut armed: Option<Millis> = None;
         loop {
-            let due = this.borrow().engine.poll_timeout();
+            let (due, armed) = {
+                let driver = this.borrow();
+                (driver.engine.poll_timeout(), driver.armed)
+            };
             if due != armed {
                 if let Some(at) = due {
                     let wait = at.0.saturating_sub(wall_clock().0);
@@ -523,7 +536,7 @@ impl Driver {
                         .as_mut()
                         .reset(Instant::now() + Duration::from_millis(wait));
                 }
-                armed = due;
+                this.borrow_mut().armed = due;
             }
             let go_on = tokio::select! {
                 biased;
@@ -546,15 +559,16 @@ impl Driver {
                     }
                     this.borrow_mut().commands(&mut commands)
                 }
-                () = &mut timer, if armed.is_some() => {
-                    armed = None;
-                    this.borrow_mut().input(Input::Tick);
+                () = &mut timer, if due.is_some() => {
+                    let mut driver = this.borrow_mut();
+                    driver.armed = None;
+                    driver.input(Input::Tick);
                     true
                 }
                 // Requests fed on this thread queued frames (or moved the
                 // deadline): the tasks woken with theirs have run (this task
                 // was queued behind them), so the sockets are written at once.
-                () = written.notified() => {
+                () = notified(written) => {
                     this.borrow_mut().flush_sockets();
                     continue;
                 }
@@ -635,7 +649,7 @@ impl Driver {
     }
 
     /// Feeds an HTTP request to the engine; its answer goes to `reply`.
-    fn http(&mut self, request: OwnedRequest, reply: oneshot::Sender<HttpResponse>) {
+    fn http(&mut self, request: OwnedRequest, reply: Reply) {
         self.next_req += 1;
         let req = RequestId(self.next_req);
         self.pending.insert(req, reply);

@@ -305,8 +305,13 @@ async fn engine_route(host: Arc<Host>, req: Request) -> Response {
         body,
     };
     let (reply, response) = oneshot::channel();
-    if let Some(command) = crate::driver::here(request, reply) {
-        if host.inbox.send(command).await.is_err() {
+    if let Some((request, reply)) = crate::driver::here(request, reply) {
+        if host
+            .inbox
+            .send(Command::Http { request, reply })
+            .await
+            .is_err()
+        {
             return unavailable();
         }
     }
