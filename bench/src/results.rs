@@ -46,20 +46,21 @@ fn appended(existing: Option<&str>, record: &Value) -> Result<String, String> {
         .lines()
         .map(|line| format!("  {line}\n"))
         .collect();
-    let Some(existing) = existing else {
-        return Ok(format!("[\n{entry}]\n"));
+    let records = match existing {
+        Some(text) => serde_json::from_str::<Vec<IgnoredAny>>(text)
+            .map_err(|e| format!("not a JSON array: {e}"))?
+            .len(),
+        None => 0,
     };
-    let records: Vec<IgnoredAny> =
-        serde_json::from_str(existing).map_err(|e| format!("not a JSON array: {e}"))?;
-    if records.is_empty() {
-        return Ok(format!("[\n{entry}]\n"));
-    }
-    let head = existing
-        .trim_end()
-        .strip_suffix(']')
-        .ok_or("not a JSON array")?
-        .trim_end();
-    Ok(format!("{head},\n{entry}]\n"))
+    // A JSON array's text ends in `]`: the new record goes before it.
+    let head = match existing
+        .filter(|_| records > 0)
+        .and_then(|text| text.trim_end().strip_suffix(']'))
+    {
+        Some(head) => format!("{},", head.trim_end()),
+        None => "[".to_owned(),
+    };
+    Ok(format!("{head}\n{entry}]\n"))
 }
 
 /// CPU model, core count and kernel of this machine.
