@@ -3,43 +3,41 @@
 use crate::ids::Millis;
 
 /// `now` as RFC 3339 UTC with millisecond precision, e.g.
-/// `2026-11-30T09:44:10.123Z`.
+/// `2026-11-30T09:44:10.123Z`. A time past the year 9999 reads as the
+/// epoch.
 pub fn rfc3339(now: Millis) -> String {
     const EPOCH: &str = "1970-01-01T00:00:00.000Z";
-    let nanos = i128::from(now.0) * 1_000_000;
-    let Ok(t) = time::OffsetDateTime::from_unix_timestamp_nanos(nanos) else {
+    let Some(t) = i64::try_from(now.0 / 1000)
+        .ok()
+        .and_then(|secs| time::OffsetDateTime::from_unix_timestamp(secs).ok())
+    else {
         return EPOCH.to_owned();
     };
     let (year, month, day) = t.to_calendar_date();
-    let Ok(year) = u16::try_from(year) else {
+    let Some(year) = u32::try_from(year).ok().filter(|y| *y <= 9999) else {
         return EPOCH.to_owned();
     };
-    let mut out = String::with_capacity(EPOCH.len());
-    for (value, width, then) in [
-        (year, 4, '-'),
-        (u16::from(u8::from(month)), 2, '-'),
-        (u16::from(day), 2, 'T'),
-        (u16::from(t.hour()), 2, ':'),
-        (u16::from(t.minute()), 2, ':'),
-        (u16::from(t.second()), 2, '.'),
-        (t.millisecond(), 3, 'Z'),
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    for (at, width, value) in [
+        (0, 4, year),
+        (5, 2, u32::from(u8::from(month))),
+        (8, 2, u32::from(day)),
+        (11, 2, u32::from(t.hour())),
+        (14, 2, u32::from(t.minute())),
+        (17, 2, u32::from(t.second())),
+        // Below 1000: the remainder of a division by 1000.
+        (20, 3, (now.0 % 1000) as u32),
     ] {
-        push_padded(&mut out, value, width);
-        out.push(then);
+        put_digits(&mut out[at..at + width], value);
     }
-    out
+    out.iter().copied().map(char::from).collect()
 }
 
-/// Appends `value` in decimal, zero-padded to `width` digits (more when it
-/// has more).
-fn push_padded(out: &mut String, value: u16, width: u32) {
-    let digits = value.checked_ilog10().unwrap_or(0) + 1;
-    for _ in digits..width {
-        out.push('0');
-    }
-    for place in (0..digits).rev() {
-        let digit = value / 10u16.pow(place) % 10;
-        out.push(char::from(b'0' + digit as u8));
+/// Writes the last `digits.len()` decimal digits of `value` into `digits`.
+fn put_digits(digits: &mut [u8], mut value: u32) {
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 
@@ -94,5 +92,14 @@ mod tests {
             rfc3339(Millis(1_000_000_000_000_000)),
             "1970-01-01T00:00:00.000Z"
         );
+        assert_eq!(
+            rfc3339(Millis(253_402_300_799_999)),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339(Millis(253_402_300_800_000)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(rfc3339(Millis(u64::MAX)), "1970-01-01T00:00:00.000Z");
     }
 }

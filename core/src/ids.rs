@@ -1,6 +1,7 @@
 //! Identifier newtypes and the host-supplied clock value.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,9 +44,11 @@ pub struct ReadId(pub u64);
 pub struct ClaimId(pub u64);
 
 /// A validated thread id: 1–128 characters of `[A-Za-z0-9._:-]` (SPEC §2).
+/// Shared, not copied, by its clones: one id names a thread in every map,
+/// write and frame its events pass through.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
-pub struct ThreadId(String);
+pub struct ThreadId(Arc<str>);
 
 impl ThreadId {
     /// Validates `raw` as a thread id.
@@ -55,7 +58,7 @@ impl ThreadId {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
         if ok {
-            Ok(ThreadId(raw.to_owned()))
+            Ok(ThreadId(Arc::from(raw)))
         } else {
             Err(BubbleError::InvalidRequest(format!(
                 "Invalid threadId \"{raw}\": expected 1-128 characters of [A-Za-z0-9._:-]."
@@ -82,16 +85,17 @@ impl fmt::Display for ThreadId {
     }
 }
 
-/// A principal (a person or an agent) as named by the auth drivers.
+/// A principal (a person or an agent) as named by the auth drivers; shared,
+/// not copied, by its clones.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct PrincipalId(String);
+pub struct PrincipalId(Arc<str>);
 
 impl PrincipalId {
     /// Wraps a principal id; principals come from trusted auth drivers or
     /// validated request fields.
     pub fn new(raw: impl Into<String>) -> PrincipalId {
-        PrincipalId(raw.into())
+        PrincipalId(Arc::from(raw.into()))
     }
 
     /// The id as a string slice.

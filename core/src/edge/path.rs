@@ -83,6 +83,14 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Ok(None);
     };
+    // Without a `%`, no segment needs decoding; without a `/.`, none is a
+    // dot segment (each follows a `/`): the segments are the raw ones.
+    if !raw.contains('%') && !raw.contains("/.") {
+        let mut parts = rest.split('/');
+        let (first, second) = (parts.next(), parts.next());
+        let len = usize::from(first.is_some()) + usize::from(second.is_some()) + parts.count();
+        return Ok(api_of_first(first, second, len));
+    }
     let (mut first, mut second, mut len) = (None, None, 0);
     for raw_segment in rest.split('/') {
         let decoded = segment(raw_segment)?;
@@ -103,14 +111,13 @@ pub(crate) fn engine_api(raw: &str) -> Api {
 }
 
 /// The decoded segments after `/v1/threads` (`None`: not a threads path).
-pub(crate) fn threads_segments(raw: &str) -> Result<Option<Vec<String>>, PathError> {
-    let segments = segments(raw)?;
+pub(crate) fn threads_segments(raw: &str) -> Result<Option<Vec<Cow<'_, str>>>, PathError> {
+    let mut segments = segments(raw)?;
     if api_of(&segments) != Some(Api::Threads) {
         return Ok(None);
     }
-    Ok(Some(
-        segments.into_iter().skip(2).map(Cow::into_owned).collect(),
-    ))
+    segments.drain(..2);
+    Ok(Some(segments))
 }
 
 /// An endpoint of the channels HTTP API.
@@ -209,6 +216,12 @@ mod tests {
             "*",
             "/v1",
             "/a%2Fb/threads",
+            "/v1/threads/a.b/.c/d.",
+            "/v1/threads/./x",
+            "/api/apps/a/..",
+            "/apps/.",
+            "//",
+            "/v1/threads//",
         ] {
             let whole = segments(raw).map(|s| api_of(&s));
             assert_eq!(api_of_path(raw), whole, "{raw}");
