@@ -699,6 +699,10 @@ pub fn scenario_fanout_vs_nchan(ctx: &Ctx) -> Result<(), BenchError> {
                 ]
             })
             .collect();
+        // The floor against nchan (how far the peer is from the floor on
+        // this machine), and SQLite against memory.
+        pairs.extend(runs[4..6].iter().map(|f| (f.server.as_str(), nchan)));
+        pairs.push((runs[3].server.as_str(), runs[2].server.as_str()));
         // The generators on the same server, then Bubble against nchan
         // under the second generator alone.
         pairs.extend([
