@@ -94,8 +94,8 @@ pub struct PrincipalId(Arc<str>);
 impl PrincipalId {
     /// Wraps a principal id; principals come from trusted auth drivers or
     /// validated request fields.
-    pub fn new(raw: impl Into<String>) -> PrincipalId {
-        PrincipalId(Arc::from(raw.into()))
+    pub fn new(raw: impl AsRef<str>) -> PrincipalId {
+        PrincipalId(Arc::from(raw.as_ref()))
     }
 
     /// The id as a string slice.

@@ -465,7 +465,7 @@ fn a_statement_the_database_refuses_fails_the_whole_commit() {
     let mut granting = appends("t", at(1, 1), 2..=2, None);
     granting.writes.push(Write::PutGrant {
         thread_id: thread("t"),
-        principal_id: PrincipalId::new("refused".to_owned()),
+        principal_id: PrincipalId::new("refused"),
         role: Role::Member,
     });
     let err = store
@@ -499,13 +499,13 @@ fn a_title_postgresql_cannot_store_is_a_store_failure() {
 /// Batches exercising titles, parents, grants and participants.
 fn access_batches() -> Vec<Batch> {
     let member = |who: &str, joined: &str| Participant {
-        principal_id: PrincipalId::new(who.to_owned()),
+        principal_id: PrincipalId::new(who),
         role: Role::Member,
         joined_at: joined.into(),
     };
     let grant = |who: &str, role: Role| Write::PutGrant {
         thread_id: thread("a"),
-        principal_id: PrincipalId::new(who.to_owned()),
+        principal_id: PrincipalId::new(who),
         role,
     };
     let join = |who: &str, joined: &str| Write::PutParticipant {
@@ -514,7 +514,7 @@ fn access_batches() -> Vec<Batch> {
     };
     let leave = |who: &str| Write::DeleteParticipant {
         thread_id: thread("a"),
-        principal_id: PrincipalId::new(who.to_owned()),
+        principal_id: PrincipalId::new(who),
     };
     let mut ids: Vec<Batch> = ["b", "a", "A", "a-1", "a_1", "Z", "a:1", "a.1"]
         .iter()
@@ -548,14 +548,14 @@ fn access_batches() -> Vec<Batch> {
             join("carol", "t5"),
             Write::DeleteGrant {
                 thread_id: thread("a"),
-                principal_id: PrincipalId::new("nobody".to_owned()),
+                principal_id: PrincipalId::new("nobody"),
             },
         ],
     };
     titled.record.title = Some("Q3 \u{e9}t\u{e9}".into());
     titled.record.grants = vec![
-        (PrincipalId::new("carol".to_owned()), Role::Reader),
-        (PrincipalId::new("bob".to_owned()), Role::Owner),
+        (PrincipalId::new("carol"), Role::Reader),
+        (PrincipalId::new("bob"), Role::Owner),
     ];
     titled.record.participants = vec![
         member("bob", "t3"),
