@@ -15,6 +15,12 @@
 # HTTP is the request's way through hyper and the handler, less the engine's
 # work that a request fed to the engine on its own task (`driver::here`,
 # the server on one core) does within it.
+# nginx + nchan, which the same run starts twice (`nchan`, `nchan-again`),
+# runs under callgrind too, so its worker's count gives the peer's figure
+# for the same deliveries, and each Bubble server's count over it is the
+# user-space ratio counted rather than sampled (a cross-check of the paired
+# profiles' time-based one; an instruction is not a unit of time, so the
+# two differ by how well each server's code runs on the CPU).
 # Writes bench/results/callgrind-fanout.txt (REPORT=path: elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +30,7 @@ command -v jq >/dev/null || { echo "jq is not installed (apt-get install jq)" >&
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q -p bubble-server -p bubble-bench
 bubble=${BUBBLE:-$(pwd)/$target/release/bubble}
+nginx=$(command -v nginx) || { echo "nginx is not installed (scripts/setup.sh)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Inclusive instructions of a function in `file`: the largest of the lines
@@ -61,13 +68,26 @@ wait \$child
 wait \$child
 WRAP
   chmod +x "$dir/bubble"
-  "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --paired-rounds 0 --bubble "$dir/bubble" \
+  # nginx found first on the PATH is nginx under callgrind; its master
+  # forks the worker, whose counts go to a file of its own, in a directory
+  # the worker can write to once it dropped root's privileges.
+  mkdir -p "$dir/path" "$dir/nchan"
+  chmod o+x "$work" "$dir"
+  chmod 1777 "$dir/nchan"
+  cat >"$dir/path/nginx" <<WRAP
+#!/bin/sh
+exec valgrind --tool=callgrind --callgrind-out-file=$dir/nchan/nchan.out.%p $nginx "\$@"
+WRAP
+  chmod +x "$dir/path/nginx"
+  PATH="$dir/path:$PATH" "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --paired-rounds 0 --bubble "$dir/bubble" \
     --common-rate "$rate" --step-secs "$1" --results "$dir" >"$dir/bench.log" 2>&1 ||
     { cat "$dir/bench.log" >&2; exit 1; }
   # Deliveries of each Bubble server, in run order, as its subscribers
   # counted them.
   jq -r '.[-1].runs[] | select(.server | startswith("bubble-")) | [.fixed[].completed] | add' \
     "$dir/fanout-vs-nchan.json" >"$dir/deliveries.txt"
+  jq -r '.[-1].runs[] | select(.server | startswith("nchan")) | [.fixed[].completed] | add' \
+    "$dir/fanout-vs-nchan.json" >"$dir/nchan-deliveries.txt"
   # Each server's counts, once valgrind finished writing them, in the order
   # the servers were started (their scratch directories are numbered).
   local outs=() out
@@ -91,6 +111,20 @@ WRAP
       "$(( $(incl "$f" "$d::queue") + $(incl "$f" "$d::queue_all") - $(from "$dir/callers.txt" "$d::queue" "$d::queue_all") + $(incl "$f" "$d::flush_sockets") ))" \
       "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') - $(incl "$f" 'bubble_server::driver::here') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
   done
+  # nchan: per nginx, in start order, its worker's total (the larger of
+  # the two processes each nginx leaves, master and worker, by process id).
+  local totals=()
+  for out in $(ls "$dir/nchan" | sed -n 's/^nchan\.out\.//p' | sort -n | sed "s|^|$dir/nchan/nchan.out.|"); do
+    for _ in $(seq 120); do
+      grep -q '^totals:' "$out" && break
+      sleep 1
+    done
+    grep -q '^totals:' "$out" || { echo "callgrind did not finish $out" >&2; exit 1; }
+    totals+=("$(grep -m1 '^totals:' "$out" | awk '{print $2}')")
+  done
+  [ "${#totals[@]}" -eq 4 ] || { echo "expected 2 nginx under callgrind, got ${#totals[@]} counts" >&2; exit 1; }
+  paste -d' ' "$dir/nchan-deliveries.txt" <(printf '%s %s\n' "${totals[@]}" |
+    awk '{ print ($1 > $2 ? $1 : $2) }') >"$work/nchan-$1.txt"
 }
 
 measure 5 >"$work/short.txt"
@@ -100,14 +134,19 @@ if [ -n "${KEEP:-}" ]; then
   cp -r "$work"/run-* "$KEEP"/
 fi
 report=${REPORT:-bench/results/callgrind-fanout.txt}
+# nchan's instructions per delivery: each nginx's, then their mean.
+nchan_each=$(paste -d' ' "$work/nchan-5.txt" "$work/nchan-25.txt" | awk '{ printf "%d %.0f\n", $3 - $1, ($4 - $2) / ($3 - $1) }')
+nchan_mean=$(echo "$nchan_each" | awk '{ s += $2 } END { printf "%.0f", s / NR }')
 {
-  echo "# callgrind: Bubble's user-space instructions per delivery at $rate deliveries/s"
+  echo "# callgrind: user-space instructions per delivery at $rate deliveries/s"
   echo "# (scripts/bench-callgrind.sh $rate; $(date -u +%FT%TZ); $bubble)"
   echo "# the 25 s step's count less the 5 s step's, over the deliveries between them"
-  paste -d' ' "$work/short.txt" "$work/long.txt" | awk '
+  paste -d' ' "$work/short.txt" "$work/long.txt" | awk -v nchan="$nchan_mean" '
     BEGIN { split("bubble-pubb bubble-threads-memory bubble-threads-sqlite", name, " ") }
     { d = $6 - $1
-      printf "%-22s %7d deliveries: %5.0f instructions each = engine %4.0f + queue and send %4.0f + HTTP %4.0f + rest (runtime, sockets, allocation) %4.0f\n",
-        name[NR], d, ($7 - $2) / d, ($8 - $3) / d, ($9 - $4) / d, ($10 - $5) / d,
+      printf "%-22s %7d deliveries: %5.0f instructions each (%.2f of nchan\x27s) = engine %4.0f + queue and send %4.0f + HTTP %4.0f + rest (runtime, sockets, allocation) %4.0f\n",
+        name[NR], d, ($7 - $2) / d, (($7 - $2) / d) / nchan, ($8 - $3) / d, ($9 - $4) / d, ($10 - $5) / d,
         (($7 - $2) - ($8 - $3) - ($9 - $4) - ($10 - $5)) / d }'
+  echo "$nchan_each" | awk '{ printf "%-22s %7d deliveries: %5.0f instructions each (its nginx worker)\n", NR == 1 ? "nchan" : "nchan-again", $1, $2 }'
+  echo "nchan, the mean of the two: $nchan_mean instructions per delivery"
 } | tee "$report"

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::procstat;
 
@@ -395,7 +395,10 @@ pub fn start_nchan(conf: &Path, core: Option<usize>) -> Result<Server, ServerErr
         dir,
         limit: std::sync::OnceLock::new(),
     };
-    for _ in 0..200 {
+    // As long as Bubble's start is given: nginx under valgrind
+    // (scripts/bench-callgrind.sh) takes seconds to listen.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
             && server.pids()[0] != server.child.id()
         {
