@@ -51,6 +51,17 @@ from() {
     END { print s + 0 }' "$1"
 }
 
+# Waits for valgrind to finish writing the counts of `file` (it writes
+# them at the process's exit, which can take a while on a busy machine).
+finished() {
+  for _ in $(seq 120); do
+    grep -q '^totals:' "$1" && return 0
+    sleep 1
+  done
+  echo "callgrind did not finish $1" >&2
+  exit 1
+}
+
 # One run with steps of $1 seconds: a line per Bubble server, in run order:
 # deliveries total engine queue http.
 measure() {
@@ -92,11 +103,7 @@ WRAP
   # the servers were started (their scratch directories are numbered).
   local outs=() out
   for out in "$dir"/callgrind.out.*; do
-    for _ in $(seq 120); do
-      grep -q '^totals:' "$out" && break
-      sleep 1
-    done
-    grep -q '^totals:' "$out" || { echo "callgrind did not finish $out" >&2; exit 1; }
+    finished "$out"
     outs+=("$(grep -m1 '^cmd:' "$out" | sed -E 's/.*-bubble-([0-9]+)\/.*/\1/') $out")
   done
   local i=0
@@ -115,11 +122,7 @@ WRAP
   # the two processes each nginx leaves, master and worker, by process id).
   local totals=()
   for out in $(ls "$dir/nchan" | sed -n 's/^nchan\.out\.//p' | sort -n | sed "s|^|$dir/nchan/nchan.out.|"); do
-    for _ in $(seq 120); do
-      grep -q '^totals:' "$out" && break
-      sleep 1
-    done
-    grep -q '^totals:' "$out" || { echo "callgrind did not finish $out" >&2; exit 1; }
+    finished "$out"
     totals+=("$(grep -m1 '^totals:' "$out" | awk '{print $2}')")
   done
   [ "${#totals[@]}" -eq 4 ] || { echo "expected 2 nginx under callgrind, got ${#totals[@]} counts" >&2; exit 1; }
