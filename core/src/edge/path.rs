@@ -86,9 +86,10 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
     // Without a `%`, no segment needs decoding; without a `/.`, none is a
     // dot segment (each follows a `/`): the segments are the raw ones.
     if !raw.contains('%') && !raw.contains("/.") {
+        // `split` yields at least one segment, perhaps empty.
         let mut parts = rest.split('/');
         let (first, second) = (parts.next(), parts.next());
-        let len = usize::from(first.is_some()) + usize::from(second.is_some()) + parts.count();
+        let len = 1 + usize::from(second.is_some()) + parts.count();
         return Ok(api_of_first(first, second, len));
     }
     let (mut first, mut second, mut len) = (None, None, 0);
