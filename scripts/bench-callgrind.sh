@@ -81,24 +81,27 @@ WRAP
   chmod +x "$dir/bubble"
   # nginx found first on the PATH is nginx under callgrind; its master
   # forks the worker, whose counts go to a file of its own, in a directory
-  # the worker can write to once it dropped root's privileges.
+  # the worker can write to once it dropped root's privileges. Each master
+  # notes its process id, in start order; valgrind's log of each process
+  # names its parent, so a master's worker is found by that.
   mkdir -p "$dir/path" "$dir/nchan"
   chmod o+x "$work" "$dir"
   chmod 1777 "$dir/nchan"
   cat >"$dir/path/nginx" <<WRAP
 #!/bin/sh
-exec valgrind --tool=callgrind --callgrind-out-file=$dir/nchan/nchan.out.%p $nginx "\$@"
+echo \$\$ >>$dir/nchan/masters
+exec valgrind --tool=callgrind --log-file=$dir/nchan/log.%p --callgrind-out-file=$dir/nchan/nchan.out.%p $nginx "\$@"
 WRAP
   chmod +x "$dir/path/nginx"
   PATH="$dir/path:$PATH" "$target/release/bubble-bench" fanout-vs-nchan --fixed-only --paired-rounds 0 --bubble "$dir/bubble" \
     --common-rate "$rate" --step-secs "$1" --results "$dir" >"$dir/bench.log" 2>&1 ||
     { cat "$dir/bench.log" >&2; exit 1; }
-  # Deliveries of each Bubble server, in run order, as its subscribers
-  # counted them.
-  jq -r '.[-1].runs[] | select(.server | startswith("bubble-")) | [.fixed[].completed] | add' \
-    "$dir/fanout-vs-nchan.json" >"$dir/deliveries.txt"
-  jq -r '.[-1].runs[] | select(.server | startswith("nchan")) | [.fixed[].completed] | add' \
-    "$dir/fanout-vs-nchan.json" >"$dir/nchan-deliveries.txt"
+  # Deliveries of each server, in run order, as its subscribers counted
+  # them: Bubble's servers, then nginx's.
+  jq -r '.[-1].runs[] | "\(.server) \([.fixed[].completed] | add)"' \
+    "$dir/fanout-vs-nchan.json" >"$dir/runs.txt"
+  awk '$1 ~ /^bubble-/ { print $2 }' "$dir/runs.txt" >"$dir/deliveries.txt"
+  awk '$1 ~ /^nchan/ { print $2 }' "$dir/runs.txt" >"$dir/nchan-deliveries.txt"
   # Each server's counts, once valgrind finished writing them, in the order
   # the servers were started (their scratch directories are numbered).
   local outs=() out
@@ -118,16 +121,16 @@ WRAP
       "$(( $(incl "$f" "$d::queue") + $(incl "$f" "$d::queue_all") - $(from "$dir/callers.txt" "$d::queue" "$d::queue_all") + $(incl "$f" "$d::flush_sockets") ))" \
       "$(( $(incl "$f" 'bubble_server::http::serve::\{\{closure\}\}') - $(incl "$f" 'bubble_server::driver::here') + $(incl "$f" '<hyper::proto::h1::role::Server as hyper::proto::h1::Http1Transaction>::parse') ))"
   done
-  # nchan: per nginx, in start order, its worker's total (the larger of
-  # the two processes each nginx leaves, master and worker, by process id).
-  local totals=()
-  for out in $(ls "$dir/nchan" | sed -n 's/^nchan\.out\.//p' | sort -n | sed "s|^|$dir/nchan/nchan.out.|"); do
-    finished "$out"
-    totals+=("$(grep -m1 '^totals:' "$out" | awk '{print $2}')")
-  done
-  [ "${#totals[@]}" -eq 4 ] || { echo "expected 2 nginx under callgrind, got ${#totals[@]} counts" >&2; exit 1; }
-  paste -d' ' "$dir/nchan-deliveries.txt" <(printf '%s %s\n' "${totals[@]}" |
-    awk '{ print ($1 > $2 ? $1 : $2) }') >"$work/nchan-$1.txt"
+  # nchan: per nginx, in start order, its worker's total.
+  local totals=() master worker
+  while read -r master; do
+    worker=$(grep -l "Parent PID: $master\$" "$dir"/nchan/log.* | sed 's/.*log\.//')
+    [ -n "$worker" ] || { echo "no worker of nginx $master under callgrind" >&2; exit 1; }
+    finished "$dir/nchan/nchan.out.$worker"
+    totals+=("$(grep -m1 '^totals:' "$dir/nchan/nchan.out.$worker" | awk '{print $2}')")
+  done <"$dir/nchan/masters"
+  [ "${#totals[@]}" -eq 2 ] || { echo "expected 2 nginx under callgrind, got ${#totals[@]}" >&2; exit 1; }
+  paste -d' ' "$dir/nchan-deliveries.txt" <(printf '%s\n' "${totals[@]}") >"$work/nchan-$1.txt"
 }
 
 measure 5 >"$work/short.txt"
