@@ -124,7 +124,8 @@ WRAP
   # nchan: per nginx, in start order, its worker's total.
   local totals=() master worker
   while read -r master; do
-    worker=$(grep -l "Parent PID: $master\$" "$dir"/nchan/log.* | sed 's/.*log\.//')
+    # (`|| true`: no match must reach the message below, not end the script.)
+    worker=$(grep -l "Parent PID: $master\$" "$dir"/nchan/log.* | sed 's/.*log\.//' || true)
     [ -n "$worker" ] || { echo "no worker of nginx $master under callgrind" >&2; exit 1; }
     finished "$dir/nchan/nchan.out.$worker"
     totals+=("$(grep -m1 '^totals:' "$dir/nchan/nchan.out.$worker" | awk '{print $2}')")
