@@ -248,11 +248,11 @@ impl Edge {
 
     /// What `request` is.
     pub fn route(&self, request: &RequestHead<'_>) -> Endpoint {
-        let segments = match path::segments(request.path) {
-            Ok(segments) => segments,
+        let is_api = match path::api_of_path(request.path) {
+            Ok(api) => api.is_some(),
             Err(err) => return Endpoint::Answer(answers::bad_path(err)),
         };
-        if path::api_of(&segments).is_some() {
+        if is_api {
             return match (request.is_preflight(), &self.cors) {
                 (false, _) => Endpoint::Engine,
                 (true, Some(cors)) => Endpoint::Answer(cors.preflight(
@@ -265,6 +265,10 @@ impl Edge {
                 }
             };
         }
+        let segments = match path::segments(request.path) {
+            Ok(segments) => segments,
+            Err(err) => return Endpoint::Answer(answers::bad_path(err)),
+        };
         let read = matches!(request.method, "GET" | "HEAD");
         let host_endpoint = |endpoint| {
             if read {

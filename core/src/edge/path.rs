@@ -34,11 +34,23 @@ pub(crate) fn segments(raw: &str) -> Result<Vec<Cow<'_, str>>, PathError> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Ok(Vec::new());
     };
-    rest.split('/').map(segment).collect()
+    parts(rest).map(segment).collect()
+}
+
+/// The `/`-separated parts of `rest`, found by a plain scan of its bytes:
+/// a path is short, and a byte loop costs less than `str::split`'s
+/// searcher. Each part ends at an ASCII `/`, so it stays a `str`.
+fn parts(rest: &str) -> impl Iterator<Item = &str> {
+    let mut from = 0;
+    rest.as_bytes().split(|&b| b == b'/').map(move |part| {
+        let whole = &rest[from..from + part.len()];
+        from += part.len() + 1;
+        whole
+    })
 }
 
 fn segment(raw: &str) -> Result<Cow<'_, str>, PathError> {
-    let decoded = if raw.contains('%') {
+    let decoded = if raw.as_bytes().contains(&b'%') {
         Cow::Owned(decode(raw, false).ok_or(PathError::Encoding)?)
     } else {
         Cow::Borrowed(raw)
@@ -78,22 +90,20 @@ fn api_of_first(first: Option<&str>, second: Option<&str>, len: usize) -> Option
 }
 
 /// The engine API of a raw path: every segment checked as [`segments`]
-/// checks it, only the first two kept (no allocation for a plain path).
+/// checks it, only the first two kept (no allocation unless one is
+/// percent-encoded).
 pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Ok(None);
     };
-    // Without a `%`, no segment needs decoding; without a `/.`, none is a
-    // dot segment (each follows a `/`): the segments are the raw ones.
-    if !raw.contains('%') && !raw.contains("/.") {
-        // `split` yields at least one segment, perhaps empty.
-        let mut parts = rest.split('/');
-        let (first, second) = (parts.next(), parts.next());
-        let len = 1 + usize::from(second.is_some()) + parts.count();
-        return Ok(api_of_first(first, second, len));
+    // Without a `%`, no segment needs decoding; without a `.`, none is a
+    // dot segment: the raw prefix decides, with no segment split out.
+    let bytes = rest.as_bytes();
+    if !bytes.contains(&b'%') && !bytes.contains(&b'.') {
+        return Ok(api_of_plain(rest));
     }
     let (mut first, mut second, mut len) = (None, None, 0);
-    for raw_segment in rest.split('/') {
+    for raw_segment in parts(rest) {
         let decoded = segment(raw_segment)?;
         match len {
             0 => first = Some(decoded),
@@ -103,6 +113,23 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
         len += 1;
     }
     Ok(api_of_first(first.as_deref(), second.as_deref(), len))
+}
+
+/// The engine API of a path after its leading `/` whose segments are its
+/// raw ones, as [`api_of_first`] decides it: `v1/threads` with anything
+/// after it, `api/apps/` followed by a third segment (perhaps empty), or
+/// `apps/` followed by a second.
+fn api_of_plain(rest: &str) -> Option<Api> {
+    let after = |prefix: &str| rest.strip_prefix(prefix);
+    if after("v1/threads").is_some_and(|tail| tail.is_empty() || tail.starts_with('/')) {
+        Some(Api::Threads)
+    } else if after("api/apps/").is_some() {
+        Some(Api::Channels)
+    } else if after("apps/").is_some() {
+        Some(Api::Pusher)
+    } else {
+        None
+    }
 }
 
 /// The API of an engine request's raw path (threads unless it is the
@@ -133,17 +160,18 @@ pub(crate) enum ChannelsEndpoint {
 /// `(appId, endpoint)` of a raw `/api/apps/:appId/{auth,events}` path.
 pub(crate) fn channels_endpoint(raw: &str) -> Option<(String, ChannelsEndpoint)> {
     let segments = segments(raw).ok()?;
-    match segments.iter().map(|s| s.as_ref()).collect::<Vec<_>>()[..] {
-        ["api", "apps", app, endpoint] if !app.is_empty() => {
-            let endpoint = match endpoint {
-                "auth" => ChannelsEndpoint::Auth,
-                "events" => ChannelsEndpoint::Events,
-                _ => return None,
-            };
-            Some((app.to_owned(), endpoint))
-        }
-        _ => None,
+    let [api, apps, app, endpoint] = segments.as_slice() else {
+        return None;
+    };
+    if api != "api" || apps != "apps" || app.is_empty() {
+        return None;
     }
+    let endpoint = match endpoint.as_ref() {
+        "auth" => ChannelsEndpoint::Auth,
+        "events" => ChannelsEndpoint::Events,
+        _ => return None,
+    };
+    Some((app.as_ref().to_owned(), endpoint))
 }
 
 #[cfg(test)]
@@ -164,6 +192,7 @@ mod tests {
             ["v1", "threads", "a/b", "c+d"]
         );
         assert_eq!(plain("/caf%C3%A9").unwrap(), ["café"]);
+        assert_eq!(plain("/café//ü").unwrap(), ["café", "", "ü"]);
         assert_eq!(plain("*").unwrap(), Vec::<String>::new());
     }
 
@@ -223,6 +252,14 @@ mod tests {
             "/apps/.",
             "//",
             "/v1/threads//",
+            "/v1/threadsx",
+            "/v1/threads-1/events",
+            "/v1/threads/a/b/c/d",
+            "/api/appsx/a",
+            "/api/apps/a",
+            "/appsx/1",
+            "/apps/a/channels/c/users",
+            "/v2/threads",
         ] {
             let whole = segments(raw).map(|s| api_of(&s));
             assert_eq!(api_of_path(raw), whole, "{raw}");
