@@ -259,3 +259,31 @@ fn the_writer_runs_in_wal_mode_with_synchronous_full() {
         assert_eq!(durability.synchronous, 2, "FULL: {durability:?}");
     }
 }
+
+/// The page size SQLite reports for the database file at `path`.
+fn page_size(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .and_then(|conn| conn.query_row("PRAGMA page_size", [], |row| row.get(0)))
+        .expect("page size")
+}
+
+/// A database the store creates takes its small pages; one made before, with
+/// SQLite's default, keeps its own and works as before.
+#[test]
+fn a_new_database_takes_small_pages_and_an_older_one_keeps_its_own() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let new = dir.path().join("new.db");
+    let older = dir.path().join("older.db");
+    rusqlite::Connection::open(&older)
+        .and_then(|conn| conn.execute_batch("PRAGMA page_size=4096; CREATE TABLE made_before(x);"))
+        .expect("an older database");
+    for (path, want) in [(&new, 2048), (&older, 4096)] {
+        let mut store = SqliteStore::open(path).expect("open");
+        store
+            .apply(&[&batch(vec![create("t-1", 50)])])
+            .expect("commit");
+        assert_eq!(events(&store, "t-1"), 50);
+        drop(store);
+        assert_eq!(page_size(path), want, "{}", path.display());
+    }
+}

@@ -246,27 +246,33 @@ impl Edge {
         &self.ws_path
     }
 
+    /// A request to an engine API: the engine's, unless it is a CORS
+    /// preflight, which the edge answers.
+    fn engine_or_preflight(&self, request: &RequestHead<'_>) -> Endpoint {
+        match (request.is_preflight(), &self.cors) {
+            (false, _) => Endpoint::Engine,
+            (true, Some(cors)) => Endpoint::Answer(cors.preflight(
+                request.origin.unwrap_or_default(),
+                request.access_control_request_method.unwrap_or_default(),
+                request.access_control_request_headers,
+            )),
+            (true, None) => {
+                Endpoint::Answer(cors::refused("Cross-origin requests are not allowed here."))
+            }
+        }
+    }
+
     /// What `request` is.
     pub fn route(&self, request: &RequestHead<'_>) -> Endpoint {
-        let is_api = match path::api_of_path(request.path) {
-            Ok(api) => api.is_some(),
-            Err(err) => return Endpoint::Answer(answers::bad_path(err)),
-        };
-        if is_api {
-            return match (request.is_preflight(), &self.cors) {
-                (false, _) => Endpoint::Engine,
-                (true, Some(cors)) => Endpoint::Answer(cors.preflight(
-                    request.origin.unwrap_or_default(),
-                    request.access_control_request_method.unwrap_or_default(),
-                    request.access_control_request_headers,
-                )),
-                (true, None) => {
-                    Endpoint::Answer(cors::refused("Cross-origin requests are not allowed here."))
-                }
-            };
-        }
-        let segments = match path::segments(request.path) {
-            Ok(segments) => segments,
+        // An engine API's path is the engine's to split; any other is
+        // split here, once it is known to be valid.
+        let segments = path::api_of_path(request.path).and_then(|api| match api {
+            Some(_) => Ok(None),
+            None => path::segments(request.path).map(Some),
+        });
+        let segments = match segments {
+            Ok(Some(segments)) => segments,
+            Ok(None) => return self.engine_or_preflight(request),
             Err(err) => return Endpoint::Answer(answers::bad_path(err)),
         };
         let read = matches!(request.method, "GET" | "HEAD");

@@ -55,10 +55,15 @@ fn segment(raw: &str) -> Result<Cow<'_, str>, PathError> {
     } else {
         Cow::Borrowed(raw)
     };
-    if decoded == "." || decoded == ".." {
+    if is_dot_segment(&decoded) {
         return Err(PathError::DotSegment);
     }
     Ok(decoded)
+}
+
+/// Whether a decoded segment is `.` or `..`.
+fn is_dot_segment(decoded: &str) -> bool {
+    decoded == "." || decoded == ".."
 }
 
 /// Which engine API a path belongs to.
@@ -96,10 +101,14 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Ok(None);
     };
-    // Without a `%`, no segment needs decoding; without a `.`, none is a
-    // dot segment: the raw prefix decides, with no segment split out.
+    // Without a `%`, no segment needs decoding and only a dot segment can
+    // refuse the path (looked for only when there is a `.` at all): the
+    // raw prefix decides, with no segment split out.
     let bytes = rest.as_bytes();
-    if !bytes.contains(&b'%') && !bytes.contains(&b'.') {
+    if !bytes.contains(&b'%') {
+        if bytes.contains(&b'.') && parts(rest).any(is_dot_segment) {
+            return Err(PathError::DotSegment);
+        }
         return Ok(api_of_plain(rest));
     }
     let (mut first, mut second, mut len) = (None, None, 0);

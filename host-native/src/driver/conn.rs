@@ -23,10 +23,11 @@
 //! kernel takes only part of, copies it into the socket's own bytes first.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bubble_core::edge::{OutboundLimit, SlowConsumer};
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::ws::frame;
 use crate::ws::{send_now, Sent};
@@ -160,15 +161,10 @@ pub(crate) enum Turn {
 }
 
 impl Outbound {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // The state stays consistent whatever panicked while it was held.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Resolves when the socket's task has something to do (registers it
     /// to be woken otherwise).
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         if state.kill.is_some() || state.task_writes || state.want_drained || state.close.is_some()
         {
             return Poll::Ready(());
@@ -179,7 +175,7 @@ impl Outbound {
 
     /// The socket task's turn, if it has one.
     pub(crate) fn turn(&self) -> Option<Turn> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         if let Some(code) = state.kill {
             return Some(Turn::Kill(code));
         }
@@ -199,7 +195,7 @@ impl Outbound {
     /// the queue holds only the task's own bytes (its Close frame).
     pub(crate) fn take(&self, into: &mut Vec<u8>) -> bool {
         into.clear();
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.writing = 0;
         if state.own_bytes().is_empty() {
             state.task_writes = false;
@@ -217,14 +213,14 @@ impl Outbound {
     /// Appends bytes of the socket's own protocol layer (a Pong or a Close
     /// reply) for the socket's task to write.
     pub(crate) fn append(&self, bytes: &[u8]) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.own_bytes().extend_from_slice(bytes);
         state.task_writes = true;
     }
 
     /// Resolves once the socket is killed, with the code.
     pub(crate) fn poll_killed(&self, cx: &mut Context<'_>) -> Poll<u16> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         match state.kill {
             Some(code) => Poll::Ready(code),
             None => {
@@ -237,14 +233,14 @@ impl Outbound {
     /// The socket's task ended: later pushes fail with `Gone`, and the
     /// engine's descriptor is closed.
     pub(crate) fn gone(&self) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.fd = None;
         state.drop_queued();
         state.waker = None;
     }
 
     fn push(&self, msg: OutMsg<'_>) -> Result<Due, QueueError> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         if state.fd.is_none() {
             return Err(QueueError::Gone);
         }
@@ -292,7 +288,7 @@ impl Outbound {
     /// Starts a flush from the engine's thread: the locked queue, unless
     /// the socket's task is writing or nothing is queued.
     fn begin_flush(&self) -> Option<Flushing<'_>> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.due = false;
         if state.task_writes || state.kill.is_some() || state.queued_bytes().is_empty() {
             return None;
@@ -303,11 +299,11 @@ impl Outbound {
 
     /// The descriptor the engine writes through, while the socket is open.
     fn raw_fd(&self) -> Option<RawFd> {
-        self.lock().fd.as_ref().map(|fd| fd.as_raw_fd())
+        self.state.lock().fd.as_ref().map(|fd| fd.as_raw_fd())
     }
 
     fn kill(&self, code: u16) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         // The first code wins: a later shutdown does not relabel a slow consumer.
         if state.kill.is_none() {
             state.kill = Some(code);

@@ -9,7 +9,9 @@
 //! engine may still know it, and a late command naming a socket that is
 //! gone (its `Closed` report, a frame that was on its way) matches nothing.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use bubble_core::ConnId;
 
@@ -38,7 +40,7 @@ fn slot(conn: ConnId) -> usize {
 impl ConnIds {
     /// An id no open socket holds, nor any socket the engine may still know.
     pub(crate) fn next(&self) -> ConnId {
-        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slots = self.slots.lock();
         let slot = match slots.free.pop() {
             Some(slot) => slot,
             None => {
@@ -53,7 +55,7 @@ impl ConnIds {
 
     /// `conn`'s slot may be handed out again, under the next generation.
     fn release(&self, conn: ConnId) {
-        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slots = self.slots.lock();
         let slot = slot(conn);
         if let Some(generation) = slots.generations.get_mut(slot) {
             *generation = generation.wrapping_add(1);
