@@ -68,6 +68,7 @@ mod slow;
 use std::borrow::Cow;
 
 use crate::http::HttpResponse;
+use path::PathOwner;
 
 pub use crate::io::AcceptedHandshake;
 pub use answers::{
@@ -266,13 +267,9 @@ impl Edge {
     pub fn route(&self, request: &RequestHead<'_>) -> Endpoint {
         // An engine API's path is the engine's to split; any other is
         // split here, once it is known to be valid.
-        let segments = path::api_of_path(request.path).and_then(|api| match api {
-            Some(_) => Ok(None),
-            None => path::segments(request.path).map(Some),
-        });
-        let segments = match segments {
-            Ok(Some(segments)) => segments,
-            Ok(None) => return self.engine_or_preflight(request),
+        let segments = match path::owner_of_path(request.path) {
+            Ok(PathOwner::Host(segments)) => segments,
+            Ok(PathOwner::Engine) => return self.engine_or_preflight(request),
             Err(err) => return Endpoint::Answer(answers::bad_path(err)),
         };
         let read = matches!(request.method, "GET" | "HEAD");

@@ -101,15 +101,8 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Ok(None);
     };
-    // Without a `%`, no segment needs decoding and only a dot segment can
-    // refuse the path (looked for only when there is a `.` at all): the
-    // raw prefix decides, with no segment split out.
-    let bytes = rest.as_bytes();
-    if !bytes.contains(&b'%') {
-        if bytes.contains(&b'.') && parts(rest).any(is_dot_segment) {
-            return Err(PathError::DotSegment);
-        }
-        return Ok(api_of_plain(rest));
+    if !rest.contains('%') {
+        return api_of_unescaped(rest);
     }
     let (mut first, mut second, mut len) = (None, None, 0);
     for raw_segment in parts(rest) {
@@ -122,6 +115,41 @@ pub(crate) fn api_of_path(raw: &str) -> Result<Option<Api>, PathError> {
         len += 1;
     }
     Ok(api_of_first(first.as_deref(), second.as_deref(), len))
+}
+
+/// Whose a request's path is.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PathOwner<'a> {
+    /// An engine API's: the engine splits it as it routes the request.
+    Engine,
+    /// The host's (page, health, metrics, sockets): its decoded segments.
+    Host(Vec<Cow<'a, str>>),
+}
+
+/// Whose `raw` is, every segment checked as [`segments`] checks it. A path
+/// without a `%` that names an engine API is told by its raw prefix, with
+/// no segment split out; any other path is split once.
+pub(crate) fn owner_of_path(raw: &str) -> Result<PathOwner<'_>, PathError> {
+    if let Some(rest) = raw.strip_prefix('/').filter(|rest| !rest.contains('%')) {
+        if api_of_unescaped(rest)?.is_some() {
+            return Ok(PathOwner::Engine);
+        }
+    }
+    let segments = segments(raw)?;
+    Ok(match api_of(&segments) {
+        Some(_) => PathOwner::Engine,
+        None => PathOwner::Host(segments),
+    })
+}
+
+/// The engine API of a path after its leading `/` that holds no `%`: no
+/// segment needs decoding, so only a dot segment (looked for only when
+/// there is a `.` at all) can refuse it, and the raw prefix decides.
+fn api_of_unescaped(rest: &str) -> Result<Option<Api>, PathError> {
+    if rest.contains('.') && parts(rest).any(is_dot_segment) {
+        return Err(PathError::DotSegment);
+    }
+    Ok(api_of_plain(rest))
 }
 
 /// The engine API of a path after its leading `/` whose segments are its
@@ -235,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn the_api_of_a_raw_path_is_the_api_of_its_segments() {
+    fn the_api_and_owner_of_a_raw_path_are_those_of_its_segments() {
         for raw in [
             "/v1/threads",
             "/v1/threads/t-1/events",
@@ -272,6 +300,11 @@ mod tests {
         ] {
             let whole = segments(raw).map(|s| api_of(&s));
             assert_eq!(api_of_path(raw), whole, "{raw}");
+            let owner = segments(raw).map(|s| match api_of(&s) {
+                Some(_) => PathOwner::Engine,
+                None => PathOwner::Host(s),
+            });
+            assert_eq!(owner_of_path(raw), owner, "{raw}");
         }
     }
 
