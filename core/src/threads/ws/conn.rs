@@ -2,7 +2,9 @@
 //! control of backlog replay, frames waiting behind a parked one, and the
 //! frame-rate window.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use indexmap::IndexMap;
 
 use crate::config::Limits;
 use crate::ids::{ConnId, Millis, ReadId, ThreadId};
@@ -117,10 +119,16 @@ impl Conn {
     }
 }
 
+/// The subscriptions to one thread, by connection: kept in one dense
+/// array, so a fan-out walks contiguous memory, with a hashed index for
+/// lookups. Their order is that of subscription, with the last one moved
+/// into the place of one that ends: the same for the same inputs.
+pub(crate) type ThreadSubs = IndexMap<ConnId, Sub, foldhash::fast::FixedState>;
+
 /// Every `/v1/ws` connection and, per thread, its subscriptions.
 ///
 /// A subscription's state is kept under its thread, by connection, so a
-/// fan-out walks one map; each connection lists the threads it follows.
+/// fan-out walks one array; each connection lists the threads it follows.
 /// The two agree: `conn` lists `thread` exactly when `thread`'s map holds
 /// `conn`.
 #[derive(Debug, Default)]
@@ -128,7 +136,7 @@ pub(crate) struct Sockets {
     /// Looked up for every client frame, so hashed with a fast fixed
     /// hasher: connection ids are the host's, never a client's.
     pub(crate) conns: HashMap<ConnId, Conn, foldhash::fast::FixedState>,
-    subscribers: HashMap<ThreadId, BTreeMap<ConnId, Sub>>,
+    subscribers: HashMap<ThreadId, ThreadSubs>,
 }
 
 impl Sockets {
@@ -154,19 +162,19 @@ impl Sockets {
     }
 
     /// The subscriptions to `thread`, by connection, to update.
-    pub(crate) fn subs_of_thread_mut(
-        &mut self,
-        thread: &ThreadId,
-    ) -> Option<&mut BTreeMap<ConnId, Sub>> {
+    pub(crate) fn subs_of_thread_mut(&mut self, thread: &ThreadId) -> Option<&mut ThreadSubs> {
         self.subscribers.get_mut(thread)
     }
 
     /// The connections subscribed to `thread`, in id order.
     pub(crate) fn subscribers(&self, thread: &ThreadId) -> Vec<ConnId> {
-        self.subscribers
+        let mut conns: Vec<ConnId> = self
+            .subscribers
             .get(thread)
             .map(|s| s.keys().copied().collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        conns.sort_unstable();
+        conns
     }
 
     /// Whether any connection here follows `thread`.
@@ -200,7 +208,7 @@ impl Sockets {
             .get_mut(&conn)
             .is_some_and(|c| c.subs.remove(thread));
         if let Some(subs) = self.subscribers.get_mut(thread) {
-            subs.remove(&conn);
+            subs.swap_remove(&conn);
             if subs.is_empty() {
                 self.subscribers.remove(thread);
             }
