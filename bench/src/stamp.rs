@@ -8,7 +8,7 @@ pub const STAMP_LEN: usize = 20;
 
 /// Number of distinct steps a run counts (a stamp could name 256): the
 /// warm-up, the fixed rates and a saturation search per publisher width.
-pub const MAX_STEPS: usize = 32;
+pub const MAX_STEPS: usize = 48;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 

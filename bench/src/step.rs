@@ -449,13 +449,16 @@ pub fn ack_step(env: &StepEnv, plans: &[Plan]) -> Result<StepResult, publisher::
 
 /// The rates of a saturation search: from `start`, grows by `factor`
 /// while steps are sustainable (or shrinks by it until one is, when the
-/// first is not), then bisects twice between the last good and the first
-/// bad rate. A step whose generator was starved (a shared machine) is
-/// measured once more; a second generator-bound step, or a server that
-/// closed subscribers, ends the search. The first step also warms a fresh
-/// server (connections, caches, the store's files): when it misses, it is
-/// measured once more before the search shrinks. `run` measures one rate at
-/// one step number.
+/// first is not), then bisects three times between the last good and the
+/// first bad rate. A miss that would bound the maximum (one above a
+/// sustained rate) is measured once more, and only a second miss bounds
+/// it: one burst of noise in a step must not stop a search a third below
+/// the server's capacity. A step whose generator was starved (a shared
+/// machine) is measured once more; a second generator-bound step, or a
+/// server that closed subscribers, ends the search. The first step also
+/// warms a fresh server (connections, caches, the store's files): when it
+/// misses, it is measured once more before the search shrinks. `run`
+/// measures one rate at one step number.
 pub fn search<E>(
     start: f64,
     factor: f64,
@@ -467,6 +470,7 @@ pub fn search<E>(
     let mut step = first_step;
     let mut good: Option<f64> = None;
     let mut bad: Option<f64> = None;
+    let mut retried: Option<f64> = None;
     let mut rate = start;
     let mut warmed = false;
     let room = |step: u8| (step as usize) < crate::stamp::MAX_STEPS;
@@ -504,10 +508,21 @@ pub fn search<E>(
         warmed = true;
         if ok {
             good = Some(rate);
-            if bad.is_some() {
-                break;
+            match bad.take() {
+                // The shrinking found a sustained rate: the miss just above
+                // it is measured once more before it bounds the search.
+                Some(above) if retried != Some(above) => {
+                    retried = Some(above);
+                    rate = above;
+                }
+                Some(above) => {
+                    bad = Some(above);
+                    break;
+                }
+                None => rate *= factor,
             }
-            rate *= factor;
+        } else if good.is_some() && !invalid && retried != Some(rate) {
+            retried = Some(rate);
         } else {
             bad = Some(rate);
             if good.is_some() {
@@ -517,12 +532,16 @@ pub fn search<E>(
         }
     }
     if let (Some(mut g), Some(mut b)) = (good, bad) {
-        for _ in 0..2 {
+        for _ in 0..3 {
             if !room(step) {
                 break;
             }
             let mid = (g + b) / 2.0;
-            let r = measure(&mut step, mid, &mut out)?;
+            let mut r = measure(&mut step, mid, &mut out)?;
+            if !r.sustainable && r.valid && r.closed == 0 && room(step) {
+                out.push(r);
+                r = measure(&mut step, mid, &mut out)?;
+            }
             let (ok, stop) = (r.sustainable, !r.valid || r.closed > 0);
             out.push(r);
             if stop {
@@ -627,8 +646,12 @@ pub(crate) mod tests {
                 (1000.0, false, false),
                 (500.0, false, true),
                 (250.0, true, true),
+                (500.0, false, true),
                 (375.0, true, true),
-                (437.5, false, true)
+                (437.5, false, true),
+                (437.5, false, true),
+                (406.25, false, true),
+                (406.25, false, true)
             ]
         );
     }
@@ -681,7 +704,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn grows_until_a_miss_then_bisects_twice() {
+    fn grows_until_a_miss_measured_twice_then_bisects_three_times() {
         assert_eq!(
             rates(5000.0, &[]),
             [
@@ -689,8 +712,32 @@ pub(crate) mod tests {
                 (2000.0, true),
                 (4000.0, true),
                 (8000.0, false),
+                (8000.0, false),
                 (6000.0, false),
-                (5000.0, true)
+                (6000.0, false),
+                (5000.0, true),
+                (5500.0, false),
+                (5500.0, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_miss_that_holds_when_measured_again_lets_the_search_grow() {
+        assert_eq!(
+            rates(5000.0, &[3]),
+            [
+                (1000.0, true),
+                (2000.0, true),
+                (4000.0, false),
+                (4000.0, true),
+                (8000.0, false),
+                (8000.0, false),
+                (6000.0, false),
+                (6000.0, false),
+                (5000.0, true),
+                (5500.0, false),
+                (5500.0, false)
             ]
         );
     }
@@ -703,14 +750,30 @@ pub(crate) mod tests {
                 (1000.0, false),
                 (1000.0, true),
                 (2000.0, false),
+                (2000.0, false),
                 (1500.0, true),
-                (1750.0, false)
+                (1750.0, false),
+                (1750.0, false),
+                (1625.0, false),
+                (1625.0, false)
             ]
         );
-        let shrunk = rates(700.0, &[]);
+    }
+
+    #[test]
+    fn after_shrinking_the_miss_above_the_sustained_rate_is_measured_again() {
         assert_eq!(
-            shrunk[..3],
-            [(1000.0, false), (1000.0, false), (500.0, true)]
+            rates(700.0, &[]),
+            [
+                (1000.0, false),
+                (1000.0, false),
+                (500.0, true),
+                (1000.0, false),
+                (750.0, false),
+                (750.0, false),
+                (625.0, true),
+                (687.5, true)
+            ]
         );
     }
 }

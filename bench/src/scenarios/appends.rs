@@ -133,7 +133,7 @@ pub fn measure(env: &StepEnv, plans: &[Plan], label: &str) -> Result<AppendStep,
 }
 
 /// The saturation search of appends on `env`'s servers: from `start`
-/// appends/s, 1.5× per move for at most `moves` moves, then two
+/// appends/s, 1.5× per move for at most `moves` moves, then three
 /// bisections (see [`step::search`]); `plans(step, rate)` builds a step's
 /// plans. Fails when no append at all was acknowledged.
 pub fn search(
