@@ -518,7 +518,7 @@ pub fn search<E>(
                 }
                 None => rate *= factor,
             }
-        } else if good.is_some() && !invalid && retried != Some(rate) {
+        } else if good.is_some() && retried != Some(rate) {
             retried = Some(rate);
         } else {
             bad = Some(rate);
