@@ -42,6 +42,8 @@ pub struct Ctx {
     pub paired_rounds: usize,
     /// Pin Bubble after it started rather than from exec.
     pub pin_after_start: bool,
+    /// Bubble's `--write-delay-ms`, when given.
+    pub write_delay_ms: Option<u64>,
     /// Concurrent history pagers (fanout-with-history).
     pub pagers: usize,
     /// Their pages/s, all together (`None`: as fast as answered).

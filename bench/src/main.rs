@@ -115,6 +115,10 @@ struct Args {
     /// listens (it then sizes its runtime for the whole machine).
     #[arg(long)]
     pin_after_start: bool,
+    /// Start Bubble with this write delay (its `--write-delay-ms`): frames
+    /// queued to a socket wait up to this long to share one send.
+    #[arg(long)]
+    write_delay_ms: Option<u64>,
     /// Do not pin the server and the generator to separate cores.
     #[arg(long)]
     no_pin: bool,
@@ -206,6 +210,7 @@ fn context(args: &Args) -> Ctx {
             args.paired_rounds.min(MAX_PAIRED_ROUNDS)
         },
         pin_after_start: args.pin_after_start,
+        write_delay_ms: args.write_delay_ms,
         pagers: args.pagers.max(1),
         page_rate: Some(args.page_rate).filter(|r| *r > 0.0),
         step_secs: args.step_secs.unwrap_or(if args.smoke { 1.0 } else { 5.0 }),

@@ -210,8 +210,14 @@ fn confine(cmd: &mut Command, core: Option<usize>) {
     }
 }
 
-/// Starts `bubble serve` on an ephemeral port with `store`.
-pub fn start_bubble(bin: &Path, store: Store<'_>, pin: Pin) -> Result<Server, ServerError> {
+/// Starts `bubble serve` on an ephemeral port with `store`, and its
+/// `--write-delay-ms` when one is given.
+pub fn start_bubble(
+    bin: &Path,
+    store: Store<'_>,
+    pin: Pin,
+    write_delay_ms: Option<u64>,
+) -> Result<Server, ServerError> {
     if !bin.exists() {
         return Err(ServerError::Start(format!(
             "{} not found; build it with `cargo build --release -p bubble-server`",
@@ -261,6 +267,9 @@ max_subscriptions = 100000
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
+    if let Some(ms) = write_delay_ms {
+        cmd.args(["--write-delay-ms", &ms.to_string()]);
+    }
     if let Store::Cluster(node) = store {
         cmd.args(["--broker", &node.broker])
             .args(["--broker-prefix", &node.prefix])

@@ -66,4 +66,10 @@ pub struct ServeArgs {
     /// when the kernel offers it (false: one send each) [default: true].
     #[arg(long, env = "BUBBLE_IO_URING", value_name = "BOOL")]
     pub io_uring: Option<bool>,
+    /// Hold the frames queued to sockets up to this many milliseconds, so
+    /// that one send carries every frame a socket got meanwhile (latency
+    /// traded for fewer sends; at most 1000) [default: 0, write at the end
+    /// of each engine turn].
+    #[arg(long, env = "BUBBLE_WRITE_DELAY_MS", value_name = "MS")]
+    pub write_delay_ms: Option<u64>,
 }

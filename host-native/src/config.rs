@@ -3,6 +3,7 @@
 //! config when no file is given.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bubble_core::edge::{AllowedOrigins, Cors, Edge, DEFAULT_MAX_AGE_SECS, DEFAULT_WS_PATH};
 use bubble_core::{
@@ -39,6 +40,9 @@ pub struct Settings {
     /// Whether the engine's thread submits a turn's socket writes as one
     /// `io_uring` batch (when the kernel offers it); `None`: yes.
     pub io_uring: Option<bool>,
+    /// How long frames queued to a socket may wait to share one send
+    /// (`write_delay_ms`); zero: written at the end of each engine turn.
+    pub write_delay: Duration,
     /// Where the JWKS driver's keys come from (`[auth.jwks]`).
     pub jwks: Option<JwksSource>,
     /// How Pusher webhooks are delivered (`[webhooks]`).
@@ -141,6 +145,7 @@ struct FileConfig {
     www: Option<PathBuf>,
     io_threads: Option<usize>,
     io_uring: Option<bool>,
+    write_delay_ms: Option<u64>,
     #[serde(default)]
     admins: Vec<String>,
     #[serde(default)]
@@ -189,6 +194,9 @@ struct FileJwks {
 pub const DEFAULT_REFRESH_SECS: u64 = 300;
 /// `[auth.jwks] min_refresh_secs` when not set.
 pub const DEFAULT_MIN_REFRESH_SECS: u64 = 10;
+/// The longest `write_delay_ms` accepted: a second, already far more
+/// than a realtime client waits for a reply.
+pub const MAX_WRITE_DELAY_MS: u64 = 1000;
 
 fn default_refresh_secs() -> u64 {
     DEFAULT_REFRESH_SECS
@@ -444,6 +452,12 @@ impl Settings {
                 dir.display().to_string()
             )));
         }
+        let write_delay_ms = args.write_delay_ms.or(file.write_delay_ms).unwrap_or(0);
+        if write_delay_ms > MAX_WRITE_DELAY_MS {
+            return Err(ConfigError::Invalid(format!(
+                "write_delay_ms must be at most {MAX_WRITE_DELAY_MS}"
+            )));
+        }
         let heartbeat = file.heartbeat;
         let limits = file.limits;
         if limits.outbound_queue_frames == 0 {
@@ -520,6 +534,7 @@ impl Settings {
             cluster,
             io_threads: args.io_threads.or(file.io_threads),
             io_uring: args.io_uring.or(file.io_uring),
+            write_delay: Duration::from_millis(write_delay_ms),
             jwks: jwks_source,
             webhooks,
         })
@@ -734,6 +749,19 @@ mod tests {
         let mut a = args();
         a.ws_path = Some("/ws".into());
         assert_eq!(Settings::load(&a).unwrap().edge.ws_path(), "/ws");
+    }
+
+    #[test]
+    fn write_delay_is_bounded_and_the_flag_wins() {
+        assert_eq!(load_toml("").unwrap().write_delay, Duration::ZERO);
+        let s = load_toml("write_delay_ms = 20\n").unwrap();
+        assert_eq!(s.write_delay, Duration::from_millis(20));
+        let err = load_toml("write_delay_ms = 1001\n").unwrap_err();
+        assert_eq!(err.to_string(), "write_delay_ms must be at most 1000");
+        let mut a = args();
+        a.write_delay_ms = Some(5);
+        let s = Settings::from_toml(&a, Path::new("bubble.toml"), "write_delay_ms = 1001\n");
+        assert_eq!(s.unwrap().write_delay, Duration::from_millis(5));
     }
 
     #[test]

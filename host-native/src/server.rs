@@ -113,7 +113,7 @@ async fn serve(settings: Settings, home: Home, writing: Writing) -> Result<(), S
 
     let signals = Signals::catch();
     let base = format!("http://{addr}");
-    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads = writing.io_threads, io_uring = writing.io_uring, "listening");
+    tracing::info!(%addr, ws_path = settings.edge.ws_path(), engine = ?home, io_threads = writing.io_threads, io_uring = writing.io_uring, write_delay_ms = writing.delay.as_millis(), "listening");
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {base}");
     let _ = stdout.flush();
@@ -164,6 +164,7 @@ pub fn run(settings: Settings) -> Result<(), ServeError> {
             .io_threads
             .unwrap_or_else(|| default_io_threads(cores)),
         io_uring: settings.io_uring.unwrap_or(true),
+        delay: settings.write_delay,
     };
     if cores == 1 {
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -2,8 +2,9 @@
 //! engine's thread through one `io_uring` submission per turn (the default
 //! on Linux), by the engine's thread with one `send` per socket
 //! (`io_uring = false`), and by writer threads (`io_threads`), where frames
-//! for one socket are queued by the engine and written by another thread.
-//! Every way, every subscriber gets every frame once, whole and in order,
+//! for one socket are queued by the engine and written by another thread;
+//! and with a write delay (`write_delay_ms`), where a socket's frames wait
+//! to share one send. Every way, every subscriber gets every frame once, whole and in order,
 //! on both protocols.
 
 mod channels_common;
@@ -27,6 +28,9 @@ enum Writing {
     Send,
     /// Three writer threads.
     WriterThreads,
+    /// The engine's thread through the ring, each socket written 20 ms
+    /// after its first frame.
+    Delayed,
 }
 
 impl Writing {
@@ -35,6 +39,7 @@ impl Writing {
             Writing::Ring => "io_threads = 0\n",
             Writing::Send => "io_threads = 0\nio_uring = false\n",
             Writing::WriterThreads => "io_threads = 3\n",
+            Writing::Delayed => "io_threads = 0\nwrite_delay_ms = 20\n",
         };
         format!("{line}{TEST_CONFIG}")
     }
@@ -47,6 +52,7 @@ impl Writing {
             Writing::Ring => ("io_threads=0", true),
             Writing::Send => ("io_uring=false", false),
             Writing::WriterThreads => ("io_threads=3", false),
+            Writing::Delayed => ("write_delay_ms=20", true),
         };
         assert!(logs.contains(says), "the server says {says}:\n{logs}");
         assert_eq!(ring, ring_wanted, "{self:?} and the ring:\n{logs}");
@@ -123,4 +129,14 @@ async fn thread_events_with_one_send_per_socket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_events_through_writer_threads() {
     thread_events_arrive_once_in_order(Writing::WriterThreads).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_publications_with_a_write_delay() {
+    channel_publications_arrive_once_in_order(Writing::Delayed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_events_with_a_write_delay() {
+    thread_events_arrive_once_in_order(Writing::Delayed).await;
 }

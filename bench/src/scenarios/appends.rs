@@ -217,7 +217,8 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut out = Vec::new();
     let mut parts = Vec::new();
     for store in [Store::Sqlite, Store::Memory] {
-        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
+        let server =
+            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?;
         let ids = new_threads(std::slice::from_ref(&server), "a", threads)?;
         let all: Vec<&String> = ids.iter().collect();
         let env = StepEnv {

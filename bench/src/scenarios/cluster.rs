@@ -413,6 +413,7 @@ impl Deployment {
                 &ctx.bubble_bin,
                 Store::Cluster(&spec),
                 Pin::Off,
+                ctx.write_delay_ms,
             )?);
         }
         for node in &nodes {
@@ -502,7 +503,8 @@ fn run_cluster(
 }
 
 fn run_single(ctx: &Ctx, shape: &Shape) -> Result<SingleRun, BenchError> {
-    let server = servers::start_bubble(&ctx.bubble_bin, Store::Sqlite, Pin::Off)?;
+    let server =
+        servers::start_bubble(&ctx.bubble_bin, Store::Sqlite, Pin::Off, ctx.write_delay_ms)?;
     let _raised = raise_generator();
     let nodes = std::slice::from_ref(&server);
     let label = "sqlite";

@@ -67,6 +67,9 @@ pub struct FanoutShape {
     pub factor: f64,
     /// Growth steps at most.
     pub growth_steps: usize,
+    /// Bubble's write delay (`--write-delay-ms`), when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bubble_write_delay_ms: Option<u64>,
 }
 
 impl FanoutShape {
@@ -75,6 +78,7 @@ impl FanoutShape {
     /// `--common-rate` replaces the fixed rates with one.
     pub fn for_ctx(ctx: &Ctx) -> Self {
         let mut shape = Self::default_for(ctx);
+        shape.bubble_write_delay_ms = ctx.write_delay_ms;
         if let Some(r) = ctx.common_rate {
             shape.fixed_rates = vec![r];
         }
@@ -91,6 +95,7 @@ impl FanoutShape {
                 fixed_rates: vec![1_000.0, 2_000.0],
                 factor: 2.0,
                 growth_steps: 2,
+                bubble_write_delay_ms: None,
             }
         } else {
             FanoutShape {
@@ -101,6 +106,7 @@ impl FanoutShape {
                 fixed_rates: vec![20_000.0, 40_000.0, 100_000.0],
                 factor: 1.5,
                 growth_steps: 10,
+                bubble_write_delay_ms: None,
             }
         }
     }
@@ -518,14 +524,19 @@ pub(super) enum Contender {
 pub(super) fn start(ctx: &Ctx, who: Contender) -> Result<(Server, Load, String), BenchError> {
     Ok(match who {
         Contender::BubblePubb => (
-            servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?,
+            servers::start_bubble(
+                &ctx.bubble_bin,
+                Store::Memory,
+                ctx.bubble_pin(),
+                ctx.write_delay_ms,
+            )?,
             Load::Pubb,
-            "bubble-pubb".to_string(),
+            with_delay("bubble-pubb".to_string(), ctx),
         ),
         Contender::BubbleThreads(store) => (
-            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?,
+            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?,
             Load::Threads,
-            format!("bubble-threads-{}", store.name()),
+            with_delay(format!("bubble-threads-{}", store.name()), ctx),
         ),
         Contender::Nchan(label) => (
             servers::start_nchan(&ctx.nchan_conf, ctx.server_core)?,
@@ -538,6 +549,14 @@ pub(super) fn start(ctx: &Ctx, who: Contender) -> Result<(Server, Load, String),
             (server, Load::Nchan, label)
         }
     })
+}
+
+/// Bubble's label, naming its write delay when it has one.
+fn with_delay(label: String, ctx: &Ctx) -> String {
+    match ctx.write_delay_ms {
+        Some(ms) => format!("{label}-delay{ms}ms"),
+        None => label,
+    }
 }
 
 fn run(ctx: &Ctx, shape: &FanoutShape, who: Contender) -> Result<FanoutRun, BenchError> {

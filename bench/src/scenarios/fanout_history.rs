@@ -270,7 +270,8 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = Shape::of(ctx);
     let mut runs = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
-        let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
+        let server =
+            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?;
         runs.push(run_one(ctx, &server, store, &shape)?);
     }
     let lat = |s: &StepResult| {

@@ -25,7 +25,12 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
     let mut runs = Vec::new();
     for (load, label) in [(Load::Pubb, "bubble-pubb"), (Load::Pusher, "bubble-pusher")] {
-        let server = servers::start_bubble(&ctx.bubble_bin, Store::Memory, ctx.bubble_pin())?;
+        let server = servers::start_bubble(
+            &ctx.bubble_bin,
+            Store::Memory,
+            ctx.bubble_pin(),
+            ctx.write_delay_ms,
+        )?;
         let run = measure(ctx, &server, &shape, load, label)?;
         println!("{}", run.line());
         runs.push(run);

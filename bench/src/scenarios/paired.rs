@@ -260,6 +260,7 @@ mod tests {
             fixed_rates: vec![20_000.0],
             factor: 2.0,
             growth_steps: 1,
+            bubble_write_delay_ms: None,
         };
         // The machine slows down in round 2: both servers cost more, their
         // ratio does not move; round 3's peer did not sustain the rate.

@@ -135,7 +135,12 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut runs = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
         for ws in [false, true] {
-            let server = servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin())?;
+            let server = servers::start_bubble(
+                &ctx.bubble_bin,
+                store,
+                ctx.bubble_pin(),
+                ctx.write_delay_ms,
+            )?;
             runs.push(run_one(ctx, &server, store, ws)?);
         }
     }

@@ -172,7 +172,8 @@ struct Driver {
     reads: Reads,
     /// Reads answered inline, to report as `ReadDone`.
     answered: Vec<ReadDone>,
-    /// Sockets with frames queued this turn, written at its end.
+    /// Sockets with frames queued since they were last written: at the
+    /// end of the turn, or at `write_at`.
     due: Vec<ConnId>,
     /// Where a fan-out's frame is encoded before it is shared (kept for reuse).
     encoded: Vec<u8>,
@@ -189,6 +190,10 @@ struct Driver {
     writers: Option<Writers>,
     /// The deadline the engine task's timer is set for.
     armed: Option<Millis>,
+    /// How long queued frames wait before their sockets are written.
+    write_delay: Duration,
+    /// With a write delay, when the due sockets are written.
+    write_at: Option<Instant>,
 }
 
 /// Where the engine's reads are answered.
@@ -250,6 +255,11 @@ pub(crate) struct Writing {
     /// With no writer threads, submit a turn's sends as one `io_uring`
     /// batch when the kernel offers it.
     pub(crate) io_uring: bool,
+    /// How long the frames queued to sockets wait before they are written
+    /// (zero: at the end of the turn that queued them). Every socket
+    /// queued to meanwhile is written at once when it passes, one send
+    /// each, whatever it got.
+    pub(crate) delay: Duration,
 }
 
 /// Starts the engine at `home` and, unless the store is answered inline
@@ -328,6 +338,7 @@ pub(crate) fn spawn(
             stats,
             outside,
             writers,
+            writing.delay,
         );
         Ok::<_, std::io::Error>(driver)
     };
@@ -418,7 +429,9 @@ pub(crate) fn here(request: OwnedRequest, reply: Reply) -> Option<(OwnedRequest,
             return Some((request, reply));
         };
         driver.http(request, reply);
-        if !driver.due.is_empty() || driver.engine.poll_timeout() != driver.armed {
+        if (!driver.due.is_empty() && driver.write_at.is_none())
+            || driver.engine.poll_timeout() != driver.armed
+        {
             local.written.notify_one();
         }
         None
@@ -473,6 +486,7 @@ impl Driver {
         stats: Arc<Stats>,
         outside: Outside,
         writers: Option<Writers>,
+        write_delay: Duration,
     ) -> Driver {
         let Outside {
             broker,
@@ -500,6 +514,8 @@ impl Driver {
             unclaimed: Vec::new(),
             writers,
             armed: None,
+            write_delay,
+            write_at: None,
         }
     }
 
@@ -524,11 +540,21 @@ impl Driver {
         // driver (a write to its eventfd and one more `epoll_wait`) each time.
         let timer = tokio::time::sleep_until(Instant::now());
         tokio::pin!(timer);
+        // With a write delay: when the sockets queued to are written.
+        let write_timer = tokio::time::sleep_until(Instant::now());
+        tokio::pin!(write_timer);
+        let mut write_armed = None;
         loop {
-            let (due, armed) = {
+            let (due, armed, write_at) = {
                 let driver = this.borrow();
-                (driver.engine.poll_timeout(), driver.armed)
+                (driver.engine.poll_timeout(), driver.armed, driver.write_at)
             };
+            if write_at != write_armed {
+                if let Some(at) = write_at {
+                    write_timer.as_mut().reset(at);
+                }
+                write_armed = write_at;
+            }
             if due != armed {
                 if let Some(at) = due {
                     let wait = at.0.saturating_sub(wall_clock().0);
@@ -540,6 +566,11 @@ impl Driver {
             }
             let go_on = tokio::select! {
                 biased;
+                // First, so that a busy inbox cannot hold the writes back.
+                () = &mut write_timer, if write_armed.is_some() => {
+                    this.borrow_mut().flush_sockets();
+                    continue;
+                }
                 n = channels.done.recv_many(&mut outcomes, COMMANDS_PER_TURN), if done_open => {
                     done_open = n > 0;
                     this.borrow_mut().settle(std::mem::take(&mut outcomes));
@@ -569,11 +600,11 @@ impl Driver {
                 // deadline): the tasks woken with theirs have run (this task
                 // was queued behind them), so the sockets are written at once.
                 () = notified(written) => {
-                    this.borrow_mut().flush_sockets();
+                    this.borrow_mut().write_or_defer();
                     continue;
                 }
             };
-            let go_on = if go_on && !this.borrow().due.is_empty() {
+            let go_on = if go_on && this.borrow().writes_now() {
                 // Before writing the turn's sockets, the rest of the runtime
                 // runs once: the turn's HTTP answers go out (a publisher can
                 // send its next request while the fan-out is written) and
@@ -584,10 +615,11 @@ impl Driver {
             } else {
                 go_on
             };
-            this.borrow_mut().flush_sockets();
             if !go_on {
+                this.borrow_mut().flush_sockets();
                 break;
             }
+            this.borrow_mut().write_or_defer();
         }
         this.borrow_mut().finish();
     }
@@ -875,10 +907,27 @@ impl Driver {
         }
     }
 
-    /// Writes every socket queued to this turn, or hands them to the
-    /// writer threads: one `send` each (one submission for all of them
-    /// with a ring), however many frames the turn queued for it.
+    /// Whether the sockets queued to will be written at the end of this
+    /// turn: some were, and no write delay holds them.
+    fn writes_now(&self) -> bool {
+        !self.due.is_empty() && self.write_delay.is_zero()
+    }
+
+    /// Writes the sockets queued to, or, with a write delay, sets when
+    /// they will be written if that is not set yet.
+    fn write_or_defer(&mut self) {
+        if self.write_delay.is_zero() {
+            self.flush_sockets();
+        } else if self.write_at.is_none() && !self.due.is_empty() {
+            self.write_at = Some(Instant::now() + self.write_delay);
+        }
+    }
+
+    /// Writes every socket queued to since the last write, or hands them
+    /// to the writer threads: one `send` each (one submission for all of
+    /// them with a ring), however many frames were queued for it.
     fn flush_sockets(&mut self) {
+        self.write_at = None;
         match &mut self.writers {
             Some(writers) => {
                 for conn in self.due.drain(..) {
