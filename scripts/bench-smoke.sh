@@ -16,6 +16,11 @@ trap 'rm -rf "$results"' EXIT
 timeout 600 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" all --smoke --results "$results" \
   --postgres "${BUBBLE_TEST_POSTGRES:-postgres://postgres:postgres@127.0.0.1:5432/test}" \
   --redis "${BUBBLE_TEST_REDIS:-redis://127.0.0.1:6379}"
+# Bubble with a write delay, as scripts/bench-write-delay.py starts it.
+timeout 120 "${CARGO_TARGET_DIR:-target}/debug/bubble-bench" fanout --smoke --fixed-only \
+  --write-delay-ms 5 --results "$results"
+grep -q '"bubble_write_delay_ms": 5' "$results/fanout.json" \
+  || { echo "fanout.json does not record the write delay" >&2; exit 1; }
 for f in fanout-vs-nchan thread-fanout appends catchup idle fanout-with-history cluster fanout-pusher; do
   test -s "$results/$f.json" || { echo "missing result file $f.json" >&2; exit 1; }
 done
