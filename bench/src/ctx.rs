@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::publisher::{Plan, Target, Transport};
-use crate::servers::Pin;
+use crate::servers::{self, Pin, Server, ServerError, Store};
 
 /// Shared settings of a benchmark run.
 #[derive(Debug, Clone)]
@@ -62,6 +62,17 @@ impl Ctx {
             (Some(c), false) => Pin::Exec(c),
             (Some(c), true) => Pin::AfterStart(c),
         }
+    }
+
+    /// Starts Bubble with `store`, confined as [`Ctx::bubble_pin`] says,
+    /// with this run's write delay.
+    pub fn start_bubble(&self, store: Store<'_>) -> Result<Server, ServerError> {
+        servers::start_bubble(
+            &self.bubble_bin,
+            store,
+            self.bubble_pin(),
+            self.write_delay_ms,
+        )
     }
 
     /// Worker threads for subscriber pools: one per generator core.

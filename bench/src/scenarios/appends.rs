@@ -16,7 +16,7 @@ use crate::error::BenchError;
 use crate::proto;
 use crate::publisher::{Plan, Target, Transport};
 use crate::scenarios::{kps, ms};
-use crate::servers::{self, Server, Store};
+use crate::servers::{Server, Store};
 use crate::step::{self, StepEnv, StepResult};
 
 /// The server's counter of store transactions.
@@ -217,8 +217,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut out = Vec::new();
     let mut parts = Vec::new();
     for store in [Store::Sqlite, Store::Memory] {
-        let server =
-            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?;
+        let server = ctx.start_bubble(store)?;
         let ids = new_threads(std::slice::from_ref(&server), "a", threads)?;
         let all: Vec<&String> = ids.iter().collect();
         let env = StepEnv {

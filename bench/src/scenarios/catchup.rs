@@ -12,7 +12,7 @@ use crate::pool::Pool;
 use crate::proto;
 use crate::publisher::{self, Transport};
 use crate::scenarios::ms;
-use crate::servers::{self, Store};
+use crate::servers::Store;
 
 /// Scenario 5.
 pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
@@ -20,8 +20,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut runs = Vec::new();
     let mut parts = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
-        let server =
-            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?;
+        let server = ctx.start_bubble(store)?;
         let id = format!("c{}x{}", std::process::id(), now_ns() % 1_000_000);
         proto::create_thread(server.addr, &id)?;
         let rate = 20_000.0;

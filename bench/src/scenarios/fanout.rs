@@ -524,17 +524,12 @@ pub(super) enum Contender {
 pub(super) fn start(ctx: &Ctx, who: Contender) -> Result<(Server, Load, String), BenchError> {
     Ok(match who {
         Contender::BubblePubb => (
-            servers::start_bubble(
-                &ctx.bubble_bin,
-                Store::Memory,
-                ctx.bubble_pin(),
-                ctx.write_delay_ms,
-            )?,
+            ctx.start_bubble(Store::Memory)?,
             Load::Pubb,
             with_delay("bubble-pubb".to_string(), ctx),
         ),
         Contender::BubbleThreads(store) => (
-            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?,
+            ctx.start_bubble(store)?,
             Load::Threads,
             with_delay(format!("bubble-threads-{}", store.name()), ctx),
         ),

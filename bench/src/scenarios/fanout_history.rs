@@ -18,7 +18,7 @@ use crate::pool::Pool;
 use crate::proto;
 use crate::publisher::{Target, Transport};
 use crate::scenarios::{kps, ms};
-use crate::servers::{self, Server, Store};
+use crate::servers::{Server, Store};
 use crate::step::{self, StepEnv, StepResult};
 
 /// Beyond any head: subscribe to live events only.
@@ -270,8 +270,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = Shape::of(ctx);
     let mut runs = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
-        let server =
-            servers::start_bubble(&ctx.bubble_bin, store, ctx.bubble_pin(), ctx.write_delay_ms)?;
+        let server = ctx.start_bubble(store)?;
         runs.push(run_one(ctx, &server, store, &shape)?);
     }
     let lat = |s: &StepResult| {

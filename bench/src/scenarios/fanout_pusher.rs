@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::ctx::Ctx;
 use crate::error::BenchError;
 use crate::scenarios::fanout::{measure, FanoutShape, Load};
-use crate::servers::{self, Store};
+use crate::servers::Store;
 
 /// `a / b`, or 0 when `b` is 0.
 fn ratio(a: f64, b: f64) -> f64 {
@@ -25,12 +25,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let shape = FanoutShape::for_ctx(ctx);
     let mut runs = Vec::new();
     for (load, label) in [(Load::Pubb, "bubble-pubb"), (Load::Pusher, "bubble-pusher")] {
-        let server = servers::start_bubble(
-            &ctx.bubble_bin,
-            Store::Memory,
-            ctx.bubble_pin(),
-            ctx.write_delay_ms,
-        )?;
+        let server = ctx.start_bubble(Store::Memory)?;
         let run = measure(ctx, &server, &shape, load, label)?;
         println!("{}", run.line());
         runs.push(run);

@@ -81,12 +81,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     };
     let mut runs = Vec::new();
     {
-        let server = servers::start_bubble(
-            &ctx.bubble_bin,
-            Store::Memory,
-            ctx.bubble_pin(),
-            ctx.write_delay_ms,
-        )?;
+        let server = ctx.start_bubble(Store::Memory)?;
         runs.push(measure(ctx, &server, small, 1)?);
     }
     {
@@ -104,12 +99,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
         );
     }
     if n > small {
-        let server = servers::start_bubble(
-            &ctx.bubble_bin,
-            Store::Memory,
-            ctx.bubble_pin(),
-            ctx.write_delay_ms,
-        )?;
+        let server = ctx.start_bubble(Store::Memory)?;
         let mut run = measure(ctx, &server, n, 4)?;
         run["wanted_connections"] = json!(large);
         run["nofile_limit"] = json!(nofile);

@@ -12,7 +12,7 @@ use crate::pool::Pool;
 use crate::proto;
 use crate::publisher::{Target, Transport};
 use crate::scenarios::{kps, ms};
-use crate::servers::{self, Server, Store};
+use crate::servers::{Server, Store};
 use crate::step::{self, StepEnv, StepResult};
 
 /// Beyond any head: subscribe to live events only.
@@ -135,12 +135,7 @@ pub fn scenario(ctx: &Ctx) -> Result<(), BenchError> {
     let mut runs = Vec::new();
     for store in [Store::Memory, Store::Sqlite] {
         for ws in [false, true] {
-            let server = servers::start_bubble(
-                &ctx.bubble_bin,
-                store,
-                ctx.bubble_pin(),
-                ctx.write_delay_ms,
-            )?;
+            let server = ctx.start_bubble(store)?;
             runs.push(run_one(ctx, &server, store, ws)?);
         }
     }
