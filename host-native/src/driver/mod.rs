@@ -598,7 +598,8 @@ impl Driver {
                 }
                 // Requests fed on this thread queued frames (or moved the
                 // deadline): the tasks woken with theirs have run (this task
-                // was queued behind them), so the sockets are written at once.
+                // was queued behind them), so the sockets are written at once
+                // (with a write delay: when it passes).
                 () = notified(written) => {
                     this.borrow_mut().write_or_defer();
                     continue;
