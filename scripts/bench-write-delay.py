@@ -86,10 +86,9 @@ def main():
                     print(line, flush=True)
                 text += lines
             rounds.append(found)
-    text.append(f"== medians over {count} rounds")
-    text += summary(rounds)
-    for line in text[-len(rounds[0]) - 1 :]:
-        print(line)
+    medians = [f"== medians over {count} rounds", *summary(rounds)]
+    print("\n".join(medians))
+    text += medians
     path = os.path.join(ROOT, "bench", "results", "write-delay.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(text) + "\n")

@@ -540,20 +540,17 @@ impl Driver {
         // driver (a write to its eventfd and one more `epoll_wait`) each time.
         let timer = tokio::time::sleep_until(Instant::now());
         tokio::pin!(timer);
-        // With a write delay: when the sockets queued to are written.
+        // With a write delay: when the sockets queued to are written
+        // (moved only when that moves, like `timer`).
         let write_timer = tokio::time::sleep_until(Instant::now());
         tokio::pin!(write_timer);
-        let mut write_armed = None;
         loop {
             let (due, armed, write_at) = {
                 let driver = this.borrow();
                 (driver.engine.poll_timeout(), driver.armed, driver.write_at)
             };
-            if write_at != write_armed {
-                if let Some(at) = write_at {
-                    write_timer.as_mut().reset(at);
-                }
-                write_armed = write_at;
+            if let Some(at) = write_at.filter(|at| *at != write_timer.deadline()) {
+                write_timer.as_mut().reset(at);
             }
             if due != armed {
                 if let Some(at) = due {
@@ -567,7 +564,7 @@ impl Driver {
             let go_on = tokio::select! {
                 biased;
                 // First, so that a busy inbox cannot hold the writes back.
-                () = &mut write_timer, if write_armed.is_some() => {
+                () = &mut write_timer, if write_at.is_some() => {
                     this.borrow_mut().flush_sockets();
                     continue;
                 }
