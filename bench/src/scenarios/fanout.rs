@@ -59,7 +59,8 @@ pub struct FanoutShape {
     pub channels: usize,
     /// Payload bytes.
     pub payload: usize,
-    /// One subscriber in this many records latency.
+    /// One subscriber in this many records latency, as many on each
+    /// channel.
     pub sample_every: usize,
     /// Deliveries/s of the fixed-rate steps, the headline.
     pub fixed_rates: Vec<f64>,
@@ -222,7 +223,7 @@ fn wire(
     let specs = (0..subs)
         .map(|i| {
             let ch = &channels[i % shape.channels];
-            let sample = i % shape.sample_every.max(1) == 0;
+            let sample = super::sampled(i, shape.channels, shape.sample_every);
             match load {
                 Load::Nchan => proto::nchan_subscriber(server.addr, ch, sample),
                 Load::Pubb => proto::pubb_subscriber(server.addr, ch, sample),

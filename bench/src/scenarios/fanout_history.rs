@@ -145,7 +145,12 @@ fn run_one(
     let specs = (0..shape.subscribers)
         .map(|i| {
             let t = i % shape.live_threads;
-            proto::thread_subscriber(server.addr, &live[t..t + 1], LIVE_ONLY, i % 10 == 0)
+            proto::thread_subscriber(
+                server.addr,
+                &live[t..t + 1],
+                LIVE_ONLY,
+                super::sampled(i, shape.live_threads, 10),
+            )
         })
         .collect();
     let pool = Pool::start(specs, ctx.workers(), 128, ctx.sub_coalesce)?;

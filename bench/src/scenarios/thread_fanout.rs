@@ -64,7 +64,7 @@ fn run_one(ctx: &Ctx, server: &Server, store: Store, ws: bool) -> Result<ThreadR
                 server.addr,
                 &ids[i % threads..i % threads + 1],
                 LIVE_ONLY,
-                i % 10 == 0,
+                super::sampled(i, threads, 10),
             )
         })
         .collect();
