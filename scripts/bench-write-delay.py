@@ -5,9 +5,10 @@ Runs ROUNDS rounds (default 3). Each round measures the fan-out's fixed
 steps (20k, 40k and 100k deliveries/s, no quota) of channels without a
 delay and with each delay of DELAYS, threads on the memory store without
 one and with 20 ms, then nchan and the floor, each started fresh. Prints
-every run's line as `bubble-bench` printed it, then, per server and rate,
-the median over the rounds of its CPU per delivery, of its p99, and of
-its reading divided by nchan's and by `floor-write`'s of the same round.
+every run's line as `bubble-bench` printed it (with its steps' p50
+after it), then, per server and rate, the median over the rounds of its
+CPU per delivery, of its p50 and p99, and of its reading divided by
+nchan's and by `floor-write`'s of the same round.
 The same text goes to bench/results/write-delay.txt.
 
 Usage: scripts/bench-write-delay.py [ROUNDS] [DELAYS, e.g. 5,10,20,40]
@@ -24,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "target", "release", "bubble-bench")
 LINE = re.compile(r"^fanout (\S+): (.*)$")
 STEP = re.compile(r"([\d.]+)k/s ([\d.]+) us/delivery .*? p99 ([\d.]+) ms")
+# A measured step's own line (on stderr): the server, then its p50.
+STEP_LINE = re.compile(r"^\s+(\S+) step \d+ .*? p50 ([\d.]+) ms")
 
 
 def runs(delays):
@@ -36,17 +39,27 @@ def runs(delays):
 
 
 def measure(args, results):
-    """Runs one scenario; returns {server: [(rate, us, p99), ...]} and its lines."""
+    """Runs one scenario; returns {server: [(rate, us, p99, p50), ...]} and its lines."""
     cmd = [BENCH, *args, "--fixed-only", "--results", results]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    p50s = {}
+    for line in done.stderr.splitlines():
+        m = STEP_LINE.match(line)
+        if m:
+            p50s.setdefault(m.group(1), []).append(float(m.group(2)))
     found, lines = {}, []
     for line in done.stdout.splitlines():
         m = LINE.match(line)
         if not m:
             continue
-        steps = [(float(r), float(us), float(p99)) for r, us, p99 in STEP.findall(m.group(2))]
-        found[m.group(1)] = steps
-        lines.append(line)
+        server = m.group(1)
+        p50 = p50s.get(server, [])
+        steps = [
+            (float(r), float(us), float(p99), p50[i] if i < len(p50) else float("nan"))
+            for i, (r, us, p99) in enumerate(STEP.findall(m.group(2)))
+        ]
+        found[server] = steps
+        lines.append(line + " · p50 " + " / ".join(f"{s[3]:.2f}" for s in steps) + " ms")
     return found, lines
 
 
@@ -55,15 +68,16 @@ def summary(rounds):
     out = []
     for server in rounds[0]:
         per_rate = []
-        for i, (rate, _, _) in enumerate(rounds[0][server]):
+        for i, (rate, _, _, _) in enumerate(rounds[0][server]):
             us = statistics.median(r[server][i][1] for r in rounds)
             p99 = statistics.median(r[server][i][2] for r in rounds)
+            p50 = statistics.median(r[server][i][3] for r in rounds)
             vs = {
                 peer: statistics.median(r[server][i][1] / r[peer][i][1] for r in rounds)
                 for peer in ("nchan", "floor-write")
             }
             per_rate.append(
-                f"{rate:g}k/s {us:.2f} us p99 {p99:.2f} ms "
+                f"{rate:g}k/s {us:.2f} us p50 {p50:.2f} ms p99 {p99:.2f} ms "
                 f"(x{vs['nchan']:.2f} nchan, x{vs['floor-write']:.2f} floor-write)"
             )
         out.append(f"{server}: " + "; ".join(per_rate))

@@ -21,7 +21,7 @@ pub const HTTP_APPENDERS: usize = 64;
 /// `groups`, and that group's frames can all meet the same phase of a
 /// timer, such as a write delay's.)
 pub fn sampled(i: usize, groups: usize, every: usize) -> bool {
-    (i / groups.max(1)) % every.max(1) == 0
+    (i / groups.max(1)).is_multiple_of(every.max(1))
 }
 
 /// Milliseconds with two decimals, for result lines.
