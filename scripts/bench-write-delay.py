@@ -53,10 +53,9 @@ def measure(args, results):
         if not m:
             continue
         server = m.group(1)
-        p50 = p50s.get(server, [])
         steps = [
-            (float(r), float(us), float(p99), p50[i] if i < len(p50) else float("nan"))
-            for i, (r, us, p99) in enumerate(STEP.findall(m.group(2)))
+            (float(r), float(us), float(p99), p50)
+            for (r, us, p99), p50 in zip(STEP.findall(m.group(2)), p50s[server], strict=True)
         ]
         found[server] = steps
         lines.append(line + " · p50 " + " / ".join(f"{s[3]:.2f}" for s in steps) + " ms")
