@@ -3,6 +3,7 @@
 //! public JWKs, and a local HTTP server publishing a JWKS that a test can
 //! change while the server under test runs.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -152,6 +153,7 @@ pub fn jwks_document(keys: &[&SigningKey]) -> String {
 /// A local HTTP server answering every GET with the current JWKS document
 /// and counting the requests. It runs until the test's runtime ends.
 pub struct JwksServer {
+    addr: SocketAddr,
     url: String,
     document: Arc<Mutex<String>>,
     fetches: Arc<AtomicUsize>,
@@ -161,10 +163,8 @@ impl JwksServer {
     /// Serves `document` on a free port of 127.0.0.1.
     pub async fn start(document: String) -> JwksServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!(
-            "http://{}/.well-known/jwks.json",
-            listener.local_addr().expect("addr")
-        );
+        let addr = listener.local_addr().expect("addr");
+        let url = format!("http://{addr}/.well-known/jwks.json");
         let document = Arc::new(Mutex::new(document));
         let fetches = Arc::new(AtomicUsize::new(0));
         let (doc, count) = (document.clone(), fetches.clone());
@@ -193,6 +193,7 @@ impl JwksServer {
             }
         });
         JwksServer {
+            addr,
             url,
             document,
             fetches,
@@ -202,6 +203,11 @@ impl JwksServer {
     /// The document's URL.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The address it listens on (for a TLS terminator in front of it).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// Publishes `document` from now on.

@@ -49,7 +49,7 @@ pub use jwks::{jwks_document, JwksServer, SigningKey};
 pub use jwt::{hmac_sha256_hex, sign_jwt, sign_jwt_with_header};
 pub use proxy::Proxy;
 pub use server::{signal, Server, Store};
-pub use tls::{test_ca_der, TlsTerminator};
+pub use tls::{test_ca_der, test_ca_pem, TlsTerminator};
 /// A raw WebSocket message, for [`WsClient::send`].
 pub use tokio_tungstenite::tungstenite::Message;
 pub use ws::{WsClient, WsMessage};

@@ -43,6 +43,8 @@ pub struct Server {
     log_filter: Option<String>,
     /// Run the child on the machine's first CPU only.
     one_core: bool,
+    /// Environment variables set for the child, besides the inherited ones.
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -69,6 +71,18 @@ impl Server {
         Server::build(config_toml, store, None, true)
     }
 
+    /// Starts the server on SQLite with the variables of `env` set in its
+    /// environment (e.g. `SSL_CERT_FILE`, the roots its HTTPS client trusts).
+    pub fn start_with_env(config_toml: &str, env: &[(&str, &str)]) -> Server {
+        let mut server = Server::prepare(config_toml, Store::Sqlite, None, false);
+        server.env = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        server.spawn();
+        server
+    }
+
     pub(crate) fn start_with(
         config_toml: &str,
         store: Store,
@@ -83,13 +97,25 @@ impl Server {
         log_filter: Option<String>,
         one_core: bool,
     ) -> Server {
+        let mut server = Server::prepare(config_toml, store, log_filter, one_core);
+        server.spawn();
+        server
+    }
+
+    /// A server with its temp dir and config written, not started yet.
+    fn prepare(
+        config_toml: &str,
+        store: Store,
+        log_filter: Option<String>,
+        one_core: bool,
+    ) -> Server {
         let dir = tempfile::Builder::new()
             .prefix("bubble-test-")
             .tempdir()
             .expect("temp dir");
         std::fs::write(dir.path().join("bubble.toml"), config_toml).expect("write config");
         std::fs::create_dir_all(dir.path().join("data")).expect("create data dir");
-        let mut server = Server {
+        Server {
             dir,
             store,
             child: None,
@@ -97,9 +123,8 @@ impl Server {
             starts: 0,
             log_filter,
             one_core,
-        };
-        server.spawn();
-        server
+            env: Vec::new(),
+        }
     }
 
     fn spawn(&mut self) {
@@ -119,6 +144,10 @@ impl Server {
             .env_remove("BUBBLE_BROKER_PREFIX")
             .env_remove("BUBBLE_NODE_ID")
             .env_remove("BUBBLE_WWW")
+            // The roots its HTTPS clients trust are the test's to choose.
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log.try_clone().expect("clone log file")));

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use base64::Engine as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -19,6 +20,19 @@ const LEAF_KEY: &[u8] = include_bytes!("../fixtures/tls/leaf.key.der");
 /// The test certificate authority (DER), for a client to trust.
 pub fn test_ca_der() -> Vec<u8> {
     CA.to_vec()
+}
+
+/// The test certificate authority as a PEM file's text (as `SSL_CERT_FILE`
+/// names one).
+pub fn test_ca_pem() -> String {
+    let base64 = base64::engine::general_purpose::STANDARD.encode(CA);
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in base64.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    pem
 }
 
 /// A running TLS terminator.

@@ -3,14 +3,17 @@
 //! on the `/v1/ws` upgrade; a key published after the server started is
 //! picked up by the refresh an unknown `kid` triggers, a removed key is
 //! refused after a refresh; wrong `iss`/`aud`, expired tokens and algorithm
-//! confusion are refused with `unauthorized`, and others keep working.
+//! confusion are refused with `unauthorized`, and others keep working. Over
+//! `https://`, the key set is fetched when the server trusts the identity
+//! provider's certificate authority (`SSL_CERT_FILE`), and not at all when
+//! it does not.
 
 use bubble_tests::threads::{
     append, create_thread, error_code, error_frame, expect_event, run_started, subscribe,
 };
 use bubble_tests::{
-    jwks_document, sign_jwt, sign_jwt_with_header, unix_now, JwksServer, Server, SigningKey,
-    WsClient, ALICE, TEST_CONFIG,
+    jwks_document, sign_jwt, sign_jwt_with_header, test_ca_pem, unix_now, JwksServer, Server,
+    SigningKey, TlsTerminator, WsClient, ALICE, JWT_SECRET, TEST_CONFIG,
 };
 use serde_json::{json, Value};
 
@@ -319,5 +322,72 @@ async fn a_jwks_file_is_read_at_start_and_again_for_a_new_kid() {
         list(&server, &second.token(&claims("f2"))).await.0,
         200,
         "an invalid file keeps the keys in use"
+    );
+}
+
+/// `url = "https://localhost:PORT/.well-known/jwks.json"`: `idp` behind a
+/// TLS terminator whose certificate the test certificate authority issued.
+fn https_source(tls: &TlsTerminator) -> String {
+    format!("url = \"{}/.well-known/jwks.json\"", tls.url())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwks_url_over_https_is_fetched_from_a_trusted_certificate_authority() {
+    let rsa = SigningKey::rs256("tls-rsa");
+    let ec = SigningKey::es256("tls-ec");
+    let idp = JwksServer::start(jwks_document(&[&rsa])).await;
+    let tls = TlsTerminator::start(idp.addr()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, test_ca_pem()).unwrap();
+    let server = Server::start_with_env(
+        &config(&https_source(&tls), 0),
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    );
+    assert_eq!(list(&server, &rsa.token(&claims("t1"))).await.0, 200);
+    let mut ws = WsClient::connect(&server.ws_url("/v1/ws"), Some(&rsa.token(&claims("t1"))))
+        .await
+        .expect("upgrade");
+    create_thread(&server.http(&rsa.token(&claims("t1"))), "over-tls").await;
+    assert_eq!(subscribe(&mut ws, "over-tls", None).await, 0);
+
+    // A key published later is fetched over TLS too.
+    let fetched = idp.fetches();
+    idp.publish(jwks_document(&[&rsa, &ec]));
+    assert_eq!(list(&server, &ec.token(&claims("t2"))).await.0, 200);
+    assert_eq!(idp.fetches(), fetched + 1, "one refresh for the new kid");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_certificate_loads_no_key_and_the_server_keeps_working() {
+    let key = SigningKey::es256("untrusted");
+    let idp = JwksServer::start(jwks_document(&[&key])).await;
+    let tls = TlsTerminator::start(idp.addr()).await;
+    // No `SSL_CERT_FILE`: the system's roots, which do not hold the test's.
+    let server = Server::start(&config(&https_source(&tls), 0));
+    expect_refused(
+        &server,
+        "a key served by an untrusted host",
+        &key.token(&claims("u")),
+        "The bearer token's signing key is unknown.",
+    )
+    .await;
+    assert_eq!(
+        idp.fetches(),
+        0,
+        "the handshake failed: no request reached the identity provider"
+    );
+    assert!(
+        server.logs().contains("JWKS not loaded"),
+        "the failed fetch is logged:\n{}",
+        server.logs()
+    );
+    let (status, _) = list(&server, ALICE).await;
+    assert_eq!(status, 200, "static tokens keep working");
+    let token = sign_jwt(JWT_SECRET, &json!({"sub": "hs", "exp": unix_now() + 60}));
+    assert_eq!(
+        list(&server, &token).await.0,
+        200,
+        "HS256 tokens keep working"
     );
 }
