@@ -14,8 +14,9 @@ The same text goes to bench/results/write-delay.txt.
 Usage: scripts/bench-write-delay.py [ROUNDS] [DELAYS, e.g. 5,10,20,40]
 """
 
+import glob
+import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -23,10 +24,6 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "target", "release", "bubble-bench")
-LINE = re.compile(r"^fanout (\S+): (.*)$")
-STEP = re.compile(r"([\d.]+)k/s ([\d.]+) us/delivery .*? p99 ([\d.]+) ms")
-# A measured step's own line (on stderr): the server, then its p50.
-STEP_LINE = re.compile(r"^\s+(\S+) step \d+ .*? p50 ([\d.]+) ms")
 
 
 def runs(delays):
@@ -38,27 +35,42 @@ def runs(delays):
     return out
 
 
-def measure(args, results):
-    """Runs one scenario; returns {server: [(rate, us, p99, p50), ...]} and its lines."""
-    cmd = [BENCH, *args, "--fixed-only", "--results", results]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-    p50s = {}
-    for line in done.stderr.splitlines():
-        m = STEP_LINE.match(line)
-        if m:
-            p50s.setdefault(m.group(1), []).append(float(m.group(2)))
-    found, lines = {}, []
+def fixed_steps(record):
+    """{server: [(rate in k/s, us, p99, p50), ...]} of every run in a record."""
+    found = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "server" in node and "fixed" in node:
+                found[node["server"]] = [
+                    (s["target_rate"] / 1000, s["us_per_item"], s["p99_ms"], s["p50_ms"])
+                    for s in node["fixed"]
+                ]
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(record)
+    return found
+
+
+def measure(args):
+    """Runs one scenario; returns {server: steps} from the record it wrote, and its lines."""
+    with tempfile.TemporaryDirectory() as results:
+        cmd = [BENCH, *args, "--fixed-only", "--results", results]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+        (path,) = glob.glob(os.path.join(results, "*.json"))
+        with open(path, encoding="utf-8") as f:
+            found = fixed_steps(json.load(f)[-1])
+    lines = []
     for line in done.stdout.splitlines():
-        m = LINE.match(line)
-        if not m:
+        if not line.startswith("fanout "):
             continue
-        server = m.group(1)
-        steps = [
-            (float(r), float(us), float(p99), p50)
-            for (r, us, p99), p50 in zip(STEP.findall(m.group(2)), p50s[server], strict=True)
-        ]
-        found[server] = steps
-        lines.append(line + " · p50 " + " / ".join(f"{s[3]:.2f}" for s in steps) + " ms")
+        server = line[len("fanout ") :].split(":")[0]
+        p50s = " / ".join(f"{step[3]:.2f}" for step in found[server])
+        lines.append(f"{line} · p50 {p50s} ms")
     return found, lines
 
 
@@ -87,18 +99,17 @@ def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     delays = [int(d) for d in (sys.argv[2] if len(sys.argv) > 2 else "5,10,20,40").split(",")]
     rounds, text = [], []
-    with tempfile.TemporaryDirectory() as scratch:
-        for k in range(1, count + 1):
-            text.append(f"== round {k}")
-            print(text[-1], flush=True)
-            found = {}
-            for args in runs(delays):
-                servers, lines = measure(args, scratch)
-                found.update(servers)
-                for line in lines:
-                    print(line, flush=True)
-                text += lines
-            rounds.append(found)
+    for k in range(1, count + 1):
+        text.append(f"== round {k}")
+        print(text[-1], flush=True)
+        found = {}
+        for args in runs(delays):
+            servers, lines = measure(args)
+            found.update(servers)
+            for line in lines:
+                print(line, flush=True)
+            text += lines
+        rounds.append(found)
     medians = [f"== medians over {count} rounds", *summary(rounds)]
     print("\n".join(medians))
     text += medians
