@@ -27,6 +27,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The run must leave the tree as it found it: a generated file that a step
+# rewrites (a lock file, a built package) is committed stale otherwise.
+tree_state() {
+  git status --porcelain=v1 --untracked-files=all
+  git diff HEAD --binary | sha256sum
+}
+tree_before=""
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  tree_before="$(tree_state)"
+fi
+
 scripts/setup.sh
 
 echo "== format and lints"
@@ -59,3 +70,12 @@ for extra in scripts/test-js.sh scripts/bench-smoke.sh; do
     "$extra"
   fi
 done
+
+if [ -n "$tree_before" ]; then
+  echo "== the run left the tree as it found it"
+  if [ "$(tree_state)" != "$tree_before" ]; then
+    echo "the test run changed files in the repository:" >&2
+    diff <(echo "$tree_before") <(tree_state) >&2 || true
+    exit 1
+  fi
+fi
