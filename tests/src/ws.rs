@@ -97,17 +97,22 @@ impl WsClient {
         }
     }
 
-    /// Starts the closing handshake with `code` and waits for the peer's Close.
-    pub async fn close(mut self, code: u16) {
+    /// Starts the closing handshake with `code` and waits for the peer's
+    /// Close: returns it, or how the connection ended without one (`None`
+    /// when nothing came within [`HANG_TIMEOUT`]).
+    pub async fn close(mut self, code: u16) -> Option<WsMessage> {
         let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
             code: code.into(),
             reason: "".into(),
         };
         let _ = self.send(Message::Close(Some(frame))).await;
-        while !matches!(
-            self.next(HANG_TIMEOUT).await,
-            None | Some(WsMessage::Close(..) | WsMessage::Ended(_))
-        ) {}
+        loop {
+            match self.next(HANG_TIMEOUT).await {
+                None => return None,
+                Some(end @ (WsMessage::Close(..) | WsMessage::Ended(_))) => return Some(end),
+                Some(_) => {}
+            }
+        }
     }
 
     async fn next(&mut self, wait: Duration) -> Option<WsMessage> {

@@ -117,7 +117,9 @@ async fn scenario(
                 subscribe(&mut socket.ws, "sync").await;
                 sockets[i] = Some(socket);
             }
-            Leave::Disconnect => socket.ws.close(1000).await,
+            Leave::Disconnect => {
+                socket.ws.close(1000).await;
+            }
         }
         if !users_in(&inside).contains(user) {
             let removed = json!({"event": "pubb:member_removed", "channel": channel, "data": {"user_id": user}});

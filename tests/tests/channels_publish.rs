@@ -148,6 +148,25 @@ async fn validation_rules() {
         "invalid_socket_id",
     )
     .await;
+    // A body past what the server reads (twice `max_event_bytes` plus 64
+    // KiB): this API's error shape, on both endpoints.
+    let huge = json!({"channel": "a", "name": "e", "data": "x".repeat(200_000)});
+    for path in [events_path(), auth_path()] {
+        let res = c
+            .request(
+                "POST",
+                &path,
+                &[("content-type", "application/json")],
+                huge.to_string().into_bytes(),
+            )
+            .await;
+        assert_eq!(res.status, 413, "{path}: {}", res.text());
+        assert_eq!(
+            res.json(),
+            json!({"error": "Request body exceeds 196608 bytes.", "code": "payload_too_large"}),
+            "{path}"
+        );
+    }
     // A body that is not a JSON object.
     for body in [&b"not json"[..], b"[1,2]", b""] {
         let res = c

@@ -309,8 +309,8 @@ async fn per_app_http_rate_limit_answers_429_with_retry_after() {
         assert_eq!(res.status, 429, "{}", res.text());
         assert_eq!(
             res.json(),
-            serde_json::json!({"error": "Too many requests: at most 4 per 600000 ms for one app.",
-                               "code": "rate_limited"})
+            serde_json::json!({"error": "Workspace throughput is busy. Retry after the indicated delay.",
+                               "code": "rate_limit_exceeded"})
         );
         let retry: u64 = res
             .header("retry-after")

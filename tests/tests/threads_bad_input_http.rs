@@ -88,6 +88,22 @@ fn cases() -> Vec<Case> {
             "invalid_request",
         ),
         (
+            "threadId a dot segment",
+            "POST",
+            "/v1/threads".into(),
+            body(json!({"threadId": ".."})),
+            400,
+            "invalid_request",
+        ),
+        (
+            "threadId the other dot segment",
+            "POST",
+            "/v1/threads".into(),
+            body(json!({"threadId": "."})),
+            400,
+            "invalid_request",
+        ),
+        (
             "threadId not a string",
             "POST",
             "/v1/threads".into(),

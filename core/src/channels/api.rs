@@ -30,6 +30,9 @@ pub(crate) const AUTH_FIELDS_REQUIRED: &str = "socket_id and channel_name are re
 pub(crate) const AUTH_NOT_NEEDED: &str = "Channel does not require authentication";
 /// 400 from the auth endpoint: a presence channel without a valid `user_id`.
 pub(crate) const AUTH_USER_REQUIRED: &str = "user_id is required for presence channels";
+/// 429: the app is over `limits.http_rate` (the seed's capacity error).
+pub(crate) const THROUGHPUT_BUSY: &str =
+    "Workspace throughput is busy. Retry after the indicated delay.";
 
 /// Answers one `/api/apps/…` request.
 pub(crate) fn handle(
@@ -47,7 +50,8 @@ fn error(status: u16, message: &str) -> HttpResponse {
     HttpResponse::json(status, json!({ "error": message }).to_string())
 }
 
-fn coded_error(status: u16, message: &str, code: &str) -> HttpResponse {
+/// An error of this API: `{"error": message, "code": code}`.
+pub(crate) fn coded_error(status: u16, message: &str, code: &str) -> HttpResponse {
     HttpResponse::json(
         status,
         json!({ "error": message, "code": code }).to_string(),
@@ -79,7 +83,7 @@ fn route(
             .check(&app, cx.now, limits.http_rate, limits.http_rate_window_ms)
     {
         cx.metrics.count_error(crate::ErrorCode::RateLimited);
-        let mut response = coded_error(429, &limited.message("app"), "rate_limited");
+        let mut response = coded_error(429, THROUGHPUT_BUSY, "rate_limit_exceeded");
         response.retry_after = Some(limited.retry_after_s);
         return Some(response);
     }

@@ -17,7 +17,7 @@
 //!   duplicate channels in one publication are delivered once. A repeated
 //!   `Idempotency-Key` answers the original publication's id and channels.
 
-mod api;
+pub(crate) mod api;
 mod commands;
 mod fanout;
 mod frames;

@@ -8,13 +8,14 @@
 //! of [`PUSHER_CHANNEL_CHARS`] characters and an event name of 200
 //! characters, escaped likewise. Past it, Pusher's plain-text `413`. The
 //! other routes read up to twice `max_event_bytes` plus 64 KiB, and answer
-//! the JSON `payload_too_large` error past it.
+//! `payload_too_large` past it, in their API's error shape.
 
 use crate::config::Limits;
 use crate::http::HttpResponse;
 use crate::BubbleError;
 
 use super::path::{engine_api, Api};
+use crate::channels::api::coded_error;
 
 /// Events in one Pusher `batch_events` request.
 pub const PUSHER_BATCH_EVENTS: usize = 10;
@@ -46,16 +47,18 @@ pub fn body_limit(limits: &Limits, path: &str) -> usize {
 }
 
 /// `413` for a body over [`body_limit`]: plain text on Pusher's routes, as
-/// Pusher answers, the JSON error elsewhere.
+/// Pusher answers; elsewhere the API's JSON error (`{"error": {"code",
+/// "message"}}` on the threads API, `{"error", "code"}` on the channels
+/// API).
 pub fn body_too_large(path: &str, limit: usize) -> HttpResponse {
+    let message = format!("Request body exceeds {limit} bytes.");
     match engine_api(path) {
         Api::Pusher => HttpResponse::text(
             413,
             format!("Payload too large: the request body must be at most {limit} bytes"),
         ),
-        Api::Threads | Api::Channels => HttpResponse::error(&BubbleError::PayloadTooLarge(
-            format!("Request body exceeds {limit} bytes."),
-        )),
+        Api::Threads => HttpResponse::error(&BubbleError::PayloadTooLarge(message)),
+        Api::Channels => coded_error(413, &message, "payload_too_large"),
     }
 }
 
@@ -83,6 +86,19 @@ mod tests {
         assert_eq!(
             (refused.status, refused.content_type),
             (413, ContentType::Json)
+        );
+        assert_eq!(
+            refused.body,
+            r#"{"error":{"code":"payload_too_large","message":"Request body exceeds 10 bytes."}}"#
+        );
+        let refused = body_too_large("/api/apps/app-1/events", 10);
+        assert_eq!(
+            (refused.status, refused.content_type),
+            (413, ContentType::Json)
+        );
+        assert_eq!(
+            refused.body,
+            r#"{"error":"Request body exceeds 10 bytes.","code":"payload_too_large"}"#
         );
     }
 }

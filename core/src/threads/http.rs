@@ -84,6 +84,18 @@ fn thread_field(map: &Map<String, Value>, name: &str) -> Result<Option<ThreadId>
         .transpose()
 }
 
+/// A new thread's id, unless a URL cannot carry it: the path segments `.`
+/// and `..` are resolved away before routing, so such a thread could never
+/// be read or managed over HTTP.
+fn addressable(id: ThreadId) -> Result<ThreadId, BubbleError> {
+    if matches!(id.as_str(), "." | "..") {
+        return Err(BubbleError::InvalidRequest(format!(
+            "Invalid threadId \"{id}\": \".\" and \"..\" cannot name a thread (a URL path cannot carry them)."
+        )));
+    }
+    Ok(id)
+}
+
 fn role_field(map: &Map<String, Value>) -> Result<Option<Role>, BubbleError> {
     string_field(map, "role", false)?
         .flatten()
@@ -205,7 +217,9 @@ impl Threads {
     ) -> Result<HttpResponse, Step> {
         let map = object(body, true, &["threadId", "parentThreadId", "title"])?;
         let req = CreateRequest {
-            thread_id: thread_field(&map, "threadId")?,
+            thread_id: thread_field(&map, "threadId")?
+                .map(addressable)
+                .transpose()?,
             parent: thread_field(&map, "parentThreadId")?,
             title: string_field(&map, "title", true)?.flatten(),
         };

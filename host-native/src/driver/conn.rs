@@ -79,6 +79,9 @@ struct State {
     queued: usize,
     /// Frames the socket's task took and has not finished writing.
     writing: usize,
+    /// The first bytes of `bytes` finish a frame the kernel took part of
+    /// (0: `bytes` starts with a whole frame).
+    head_rest: usize,
     /// The socket's task writes until the queue is empty; the engine
     /// does not.
     task_writes: bool,
@@ -135,6 +138,7 @@ impl State {
     fn drop_queued(&mut self) {
         self.bytes = Vec::new();
         self.shared = None;
+        self.head_rest = 0;
     }
 }
 
@@ -190,10 +194,12 @@ impl Outbound {
 
     /// The socket's task finished writing what it took before: takes the
     /// rest of the queue into `into` (empty, kept for reuse by the queue)
-    /// and keeps writing; false when the queue is empty (writing goes back
-    /// to the engine). A kill drops what the engine queued, so after one
-    /// the queue holds only the task's own bytes (its Close frame).
-    pub(crate) fn take(&self, into: &mut Vec<u8>) -> bool {
+    /// and keeps writing, with how many of its first bytes finish a frame
+    /// the kernel took part of (frames follow them whole); `None` when the
+    /// queue is empty (writing goes back to the engine). A kill drops what
+    /// the engine queued, so after one the queue holds only the rest of
+    /// such a frame and the task's own bytes (its Close frame).
+    pub(crate) fn take(&self, into: &mut Vec<u8>) -> Option<usize> {
         into.clear();
         let mut state = self.state.lock();
         state.writing = 0;
@@ -202,12 +208,12 @@ impl Outbound {
             if into.capacity() > frame::KEEP_BUFFER {
                 *into = Vec::new();
             }
-            return false;
+            return None;
         }
         std::mem::swap(into, &mut state.bytes);
         state.writing = std::mem::take(&mut state.queued);
         state.task_writes = true;
-        true
+        Some(std::mem::take(&mut state.head_rest))
     }
 
     /// Appends bytes of the socket's own protocol layer (a Pong or a Close
@@ -308,7 +314,12 @@ impl Outbound {
         if state.kill.is_none() {
             state.kill = Some(code);
         }
-        state.drop_queued();
+        // The rest of a frame the kernel took part of stays, so that the
+        // Close follows whole frames.
+        match state.head_rest {
+            0 => state.drop_queued(),
+            rest => state.bytes.truncate(rest),
+        }
         state.queued = 0;
         state.wake();
     }
@@ -356,7 +367,10 @@ impl Flushing<'_> {
                 }
             }
             Sent::Part(n) => {
-                state.own_bytes().drain(..n);
+                let bytes = state.own_bytes();
+                let end = frame::frame_end(bytes, 0, n);
+                bytes.drain(..n);
+                state.head_rest = end.saturating_sub(n);
                 state.hand_over();
             }
             Sent::Failed => state.hand_over(),
@@ -544,7 +558,7 @@ pub(super) mod tests {
         handle.push(OutMsg::WantDrained).unwrap();
         out.append(b"pong");
         let mut taken = Vec::new();
-        assert!(out.take(&mut taken));
+        assert!(out.take(&mut taken).is_some());
         assert_eq!(
             taken,
             [&fan[..], b"pong"].concat(),
@@ -552,7 +566,7 @@ pub(super) mod tests {
         );
         assert_eq!(Arc::strong_count(&fan), 1);
         handle.flush();
-        assert!(!out.take(&mut taken), "nothing is written twice");
+        assert!(out.take(&mut taken).is_none(), "nothing is written twice");
     }
 
     #[test]
@@ -569,7 +583,7 @@ pub(super) mod tests {
         );
         let mut got = read_all(&mut peer);
         let mut taken = Vec::new();
-        while out.take(&mut taken) {
+        while out.take(&mut taken).is_some() {
             got.extend_from_slice(&taken);
         }
         got.extend(read_all(&mut peer));
@@ -587,9 +601,29 @@ pub(super) mod tests {
         assert_eq!(out.turn(), Some(Turn::Kill(1013)));
         let mut taken = Vec::new();
         assert!(
-            !out.take(&mut taken),
+            out.take(&mut taken).is_none(),
             "nothing of the engine's is left to write"
         );
+    }
+
+    #[test]
+    fn a_kill_keeps_the_rest_of_a_frame_the_kernel_took_part_of() {
+        let (handle, out, mut peer) = pair(8);
+        let big = "x".repeat(4 << 20);
+        handle.push(OutMsg::Frame(&big)).unwrap();
+        handle.flush();
+        handle.push(OutMsg::Frame("dropped")).unwrap();
+        handle.kill(SlowConsumer.close_code());
+        let mut got = read_all(&mut peer);
+        let mut taken = Vec::new();
+        let rest = out.take(&mut taken).expect("the frame's rest");
+        assert_eq!(rest, taken.len(), "only the frame's rest is left");
+        got.extend_from_slice(&taken);
+        let mut want = Vec::new();
+        frame::encode_text(&mut want, big.as_bytes());
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the frame arrives whole");
+        assert_eq!(out.take(&mut taken), None);
     }
 
     #[test]
@@ -611,7 +645,7 @@ pub(super) mod tests {
         handle.flush();
         let mut got = read_all(&mut peer);
         let mut taken = Vec::new();
-        while out.take(&mut taken) {
+        while out.take(&mut taken).is_some() {
             got.extend_from_slice(&taken);
         }
         got.extend(read_all(&mut peer));
@@ -632,14 +666,14 @@ pub(super) mod tests {
         out.append(b"pong");
         handle.push(OutMsg::Frame("a")).unwrap();
         let mut taken = Vec::new();
-        assert!(out.take(&mut taken));
+        assert!(out.take(&mut taken).is_some());
         handle.push(OutMsg::Frame("b")).unwrap();
         assert_eq!(
             handle.push(OutMsg::Frame("c")),
             Err(QueueError::Full(SlowConsumer))
         );
-        assert!(out.take(&mut taken));
-        assert!(!out.take(&mut taken));
+        assert!(out.take(&mut taken).is_some());
+        assert!(out.take(&mut taken).is_none());
         handle.push(OutMsg::Frame("c")).unwrap();
     }
 
@@ -659,7 +693,7 @@ pub(super) mod tests {
             })
         );
         let mut taken = Vec::new();
-        assert!(out.take(&mut taken));
+        assert!(out.take(&mut taken).is_some());
         assert_eq!(taken, [0x81, 1, b'a']);
     }
 
@@ -676,7 +710,7 @@ pub(super) mod tests {
         frame::encode_close(&mut close, 1013);
         out.append(&close);
         let mut taken = Vec::new();
-        assert!(out.take(&mut taken));
+        assert!(out.take(&mut taken).is_some());
         assert_eq!(taken, close);
         out.gone();
         assert_eq!(handle.push(OutMsg::Ping), Err(QueueError::Gone));

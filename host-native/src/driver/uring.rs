@@ -267,7 +267,7 @@ mod tests {
         );
         let mut got = read_all(&mut peer);
         let mut rest = Vec::new();
-        while out.take(&mut rest) {
+        while out.take(&mut rest).is_some() {
             got.extend_from_slice(&rest);
         }
         let mut want = Vec::new();

@@ -44,6 +44,41 @@ pub(crate) fn encode_close(out: &mut Vec<u8>, code: u16) {
     out.extend_from_slice(&code.to_be_bytes());
 }
 
+/// Where the frame holding byte `at` of `bytes` ends, frames lying end to
+/// end from offset `first`: the first frame boundary at or after `at`
+/// (`first` when `at` comes before it; `bytes.len()` at most).
+pub(crate) fn frame_end(bytes: &[u8], first: usize, at: usize) -> usize {
+    let mut end = first;
+    while end < at && end < bytes.len() {
+        end = end.saturating_add(encoded_len(&bytes[end..]));
+    }
+    end.min(bytes.len())
+}
+
+/// The length, header included, of the frame `bytes` starts with (all of
+/// `bytes` when its header is cut short).
+fn encoded_len(bytes: &[u8]) -> usize {
+    let Some(&second) = bytes.get(1) else {
+        return bytes.len();
+    };
+    let (header, payload) = match second & 0x7F {
+        126 => match bytes.get(2..4) {
+            Some(len) => (4, u64::from(u16::from_be_bytes([len[0], len[1]]))),
+            None => return bytes.len(),
+        },
+        127 => match bytes
+            .get(2..10)
+            .and_then(|len| <[u8; 8]>::try_from(len).ok())
+        {
+            Some(len) => (10, u64::from_be_bytes(len)),
+            None => return bytes.len(),
+        },
+        short => (2, u64::from(short)),
+    };
+    let mask = if second & 0x80 == 0 { 0 } else { 4 };
+    usize::try_from(payload).map_or(usize::MAX, |payload| payload.saturating_add(header + mask))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +98,28 @@ mod tests {
             assert_eq!(out[..head.len()], head[..], "length {len}");
             assert_eq!(out.len(), head.len() + len);
         }
+    }
+
+    #[test]
+    fn a_frame_ends_where_the_next_one_starts() {
+        let mut bytes = vec![0xAA; 3];
+        for len in [5usize, 200, 70_000] {
+            encode_text(&mut bytes, &vec![b'x'; len]);
+        }
+        encode_close(&mut bytes, 1013);
+        let ends = [3, 3 + 7, 3 + 7 + 204, 3 + 7 + 204 + 70_010, bytes.len()];
+        assert_eq!(frame_end(&bytes, 3, 0), 3, "before the first frame");
+        assert_eq!(frame_end(&bytes, 3, 3), 3, "on a boundary");
+        assert_eq!(frame_end(&bytes, 3, 4), ends[1]);
+        assert_eq!(frame_end(&bytes, 3, ends[1]), ends[1]);
+        assert_eq!(frame_end(&bytes, 3, ends[1] + 1), ends[2]);
+        assert_eq!(frame_end(&bytes, 3, ends[2] + 100), ends[3]);
+        assert_eq!(frame_end(&bytes, 3, ends[3] + 1), ends[4]);
+        assert_eq!(frame_end(&bytes, 3, bytes.len()), bytes.len());
+        assert_eq!(
+            frame_end(&bytes[..ends[3] - 1], 3, ends[2] + 1),
+            ends[3] - 1
+        );
     }
 
     #[test]

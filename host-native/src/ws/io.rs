@@ -15,6 +15,7 @@ use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::frame;
 use crate::driver::conn::Outbound;
 
 /// An upgraded connection writing through its outbound queue.
@@ -25,6 +26,9 @@ pub(crate) struct WsIo {
     taken: Vec<u8>,
     /// Bytes of `taken` already sent.
     sent: usize,
+    /// Where `taken`'s first whole frame starts (the bytes before it finish
+    /// a frame the engine's thread sent part of).
+    first: usize,
 }
 
 impl WsIo {
@@ -35,7 +39,16 @@ impl WsIo {
             queue,
             taken: Vec::new(),
             sent: 0,
+            first: 0,
         }
+    }
+
+    /// Drops what was taken beyond the frame being written, once the socket
+    /// is killed: its queue is dropped, and the Close written next must
+    /// follow a whole frame.
+    pub(crate) fn cut_after_current_frame(&mut self) {
+        let end = frame::frame_end(&self.taken, self.first, self.sent);
+        self.taken.truncate(end);
     }
 }
 
@@ -70,8 +83,12 @@ impl AsyncWrite for WsIo {
                 this.sent += n;
             }
             this.sent = 0;
-            if !this.queue.take(&mut this.taken) {
-                break;
+            match this.queue.take(&mut this.taken) {
+                Some(first) => this.first = first,
+                None => {
+                    this.first = 0;
+                    break;
+                }
             }
         }
         Pin::new(&mut this.inner).poll_flush(cx)

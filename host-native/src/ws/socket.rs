@@ -15,6 +15,7 @@ use bubble_core::edge::AcceptedHandshake;
 use bubble_core::ConnId;
 use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
@@ -28,6 +29,11 @@ use crate::http::Host;
 
 /// How long a Close frame may take to write.
 const CLOSE_WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the peer of a killed socket (a slow consumer, mostly) gets to
+/// read up to our Close frame: its queue was dropped, so what waits is the
+/// rest of one frame and the Close, but behind what the kernel holds for a
+/// peer that reads slowly.
+const KILLED_CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to drain a peer after our Close, so it reads the Close frame
 /// rather than a reset.
 const LINGER: Duration = Duration::from_secs(3);
@@ -50,8 +56,13 @@ enum End {
     Peer(Option<u16>),
     /// We close with this code; `sent` once the Close frame is written.
     Ours { code: u16, sent: bool },
-    /// A client message over the size limit: close 1009.
-    TooBig,
+    /// The engine killed the socket with this code: its queue is dropped
+    /// and the Close follows the frame being written.
+    Killed(u16),
+    /// The client broke the protocol: close with this code (1009 for a
+    /// message over the size limit, 1007 for a text message that is not
+    /// UTF-8, 1002 for a malformed frame).
+    Refused(u16),
     /// The transport failed or ended without a close handshake.
     Failed(String),
 }
@@ -103,13 +114,10 @@ pub(crate) async fn run(
     let _ = host.inbox.send(Command::Closed { conn }).await;
     match &end {
         End::Peer(code) => tracing::debug!(conn = conn.0, kind, code = ?code, "ws closed by peer"),
-        End::Ours { code, .. } => tracing::debug!(conn = conn.0, kind, code, "ws closed"),
-        End::TooBig => tracing::info!(
-            conn = conn.0,
-            kind,
-            code = 1009,
-            "ws closed: message too big"
-        ),
+        End::Ours { code, .. } | End::Killed(code) => {
+            tracing::debug!(conn = conn.0, kind, code, "ws closed");
+        }
+        End::Refused(code) => tracing::info!(conn = conn.0, kind, code, "ws closed: bad input"),
         End::Failed(why) => tracing::info!(
             conn = conn.0,
             kind,
@@ -125,7 +133,7 @@ pub(crate) async fn run(
 fn ours(code: u16) -> End {
     match code {
         1006 => End::Failed("closed by the server without a close frame".into()),
-        code => End::Ours { code, sent: false },
+        code => End::Killed(code),
     }
 }
 
@@ -219,14 +227,34 @@ fn classify(msg: Option<Result<Message, WsError>>, max_message: usize) -> Read {
             Read::Frame(InFrame::Binary(bytes))
         }
         Some(Ok(Message::Text(_) | Message::Binary(_)) | Err(WsError::Capacity(_))) => {
-            Read::End(End::TooBig)
+            Read::End(End::Refused(1009))
         }
+        Some(Err(WsError::Utf8(_))) => Read::End(End::Refused(1007)),
+        Some(Err(WsError::Protocol(e))) if broken_frame(&e) => Read::End(End::Refused(1002)),
         Some(Ok(Message::Pong(_))) => Read::Pong,
         Some(Ok(Message::Ping(_) | Message::Frame(_))) => Read::Nothing,
         Some(Ok(Message::Close(frame))) => Read::End(End::Peer(frame.map(|f| u16::from(f.code)))),
         Some(Err(e)) => Read::End(End::Failed(e.to_string())),
         None => Read::End(End::Failed("connection ended".into())),
     }
+}
+
+/// Whether `e` is a frame the client should not have sent (rather than the
+/// connection failing).
+fn broken_frame(e: &ProtocolError) -> bool {
+    matches!(
+        e,
+        ProtocolError::NonZeroReservedBits
+            | ProtocolError::UnmaskedFrameFromClient
+            | ProtocolError::FragmentedControlFrame
+            | ProtocolError::ControlFrameTooBig
+            | ProtocolError::UnknownControlFrameType(_)
+            | ProtocolError::UnknownDataFrameType(_)
+            | ProtocolError::UnexpectedContinueFrame
+            | ProtocolError::ExpectedFragment(_)
+            | ProtocolError::InvalidOpcode(_)
+            | ProtocolError::InvalidCloseSequence
+    )
 }
 
 fn close_message(code: u16) -> Message {
@@ -240,8 +268,14 @@ fn close_message(code: u16) -> Message {
 async fn finish(mut ws: Socket, end: End) {
     match end {
         End::Peer(_) => {
-            // Writes the protocol layer's Close reply.
-            let _ = tokio::time::timeout(CLOSE_WRITE_TIMEOUT, ws.flush()).await;
+            // The protocol layer queues its Close reply and reports the
+            // connection closed without flushing the transport, which
+            // then writes it.
+            let _ = tokio::time::timeout(CLOSE_WRITE_TIMEOUT, async {
+                let _ = ws.flush().await;
+                let _ = ws.get_mut().flush().await;
+            })
+            .await;
         }
         End::Ours { code, sent } => {
             if !sent {
@@ -250,8 +284,13 @@ async fn finish(mut ws: Socket, end: End) {
             }
             linger(ws).await;
         }
-        End::TooBig => {
-            let _ = tokio::time::timeout(CLOSE_WRITE_TIMEOUT, ws.send(close_message(1009))).await;
+        End::Killed(code) => {
+            ws.get_mut().cut_after_current_frame();
+            let _ = tokio::time::timeout(KILLED_CLOSE_TIMEOUT, ws.send(close_message(code))).await;
+            linger(ws).await;
+        }
+        End::Refused(code) => {
+            let _ = tokio::time::timeout(CLOSE_WRITE_TIMEOUT, ws.send(close_message(code))).await;
             linger(ws).await;
         }
         End::Failed(_) => {}

@@ -525,10 +525,10 @@ fn the_channels_api_is_rate_limited_per_app() {
     // The first request leaves the window 8.5 s later: 9 s, rounded up.
     assert_eq!(response.retry_after, Some(9));
     let body: Value = serde_json::from_str(&response.body).unwrap();
-    assert_eq!(body["code"], "rate_limited");
+    assert_eq!(body["code"], "rate_limit_exceeded");
     assert_eq!(
         body["error"],
-        "Too many requests: at most 2 per 10000 ms for one app."
+        "Workspace throughput is busy. Retry after the indicated delay."
     );
     // Another app has its own budget.
     let (status, _) = h.post("/api/apps/app-2/events", "secret-2", None, event());
