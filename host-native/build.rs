@@ -15,7 +15,11 @@ const REQUIRED: [&str; 4] = [
 ];
 
 fn main() {
-    let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
+    // Read at run time: a build script's binary may be reused by another
+    // checkout sharing the target directory, and `env!` would point it at
+    // the checkout that compiled it.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let www = Path::new(&manifest_dir).join("../www");
     println!("cargo:rerun-if-changed={}", www.display());
     // `sqlx::migrate!` embeds these at build time.
     println!("cargo:rerun-if-changed=migrations");

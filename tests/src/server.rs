@@ -259,6 +259,22 @@ impl Server {
         HttpClient::new(&self.base_url(), None)
     }
 
+    /// The value of the unlabelled sample `name` on `/metrics`; panics
+    /// when it is missing.
+    pub async fn metric(&self, name: &str) -> u64 {
+        let text = self
+            .http_anonymous()
+            .request("GET", "/metrics", &[], Vec::new())
+            .await
+            .text();
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+    }
+
     /// A `/v1/ws` connection authenticated with `Authorization: Bearer <token>`.
     pub async fn ws(&self, token: &str) -> WsClient {
         WsClient::connect(&self.ws_url("/v1/ws"), Some(token))

@@ -53,18 +53,6 @@ fn limits_of(pid: u32) -> (String, String) {
     )
 }
 
-async fn open_sockets(server: &Server) -> u64 {
-    let text = server
-        .http_anonymous()
-        .request("GET", "/metrics", &[], Vec::new())
-        .await
-        .text();
-    text.lines()
-        .find_map(|l| l.strip_prefix("bubble_open_sockets "))
-        .and_then(|v| v.parse().ok())
-        .expect("bubble_open_sockets")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_connections_opened_and_dropped() {
     // The server starts with a low soft limit and raises it to the hard one.
@@ -108,10 +96,10 @@ async fn ten_thousand_connections_opened_and_dropped() {
     for _ in 0..500 {
         sockets.push(server.ws(ALICE).await);
     }
-    assert_eq!(open_sockets(&server).await, 501);
+    assert_eq!(server.metric("bubble_open_sockets").await, 501);
     drop(sockets);
     let deadline = tokio::time::Instant::now() + HANG_TIMEOUT;
-    while open_sockets(&server).await != 1 {
+    while server.metric("bubble_open_sockets").await != 1 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "dropped sockets are reaped"

@@ -49,18 +49,6 @@ fn rss(server: &Server) -> u64 {
         * 1024
 }
 
-async fn metric(server: &Server, name: &str) -> u64 {
-    let text = server
-        .http_anonymous()
-        .request("GET", "/metrics", &[], Vec::new())
-        .await
-        .text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in metrics:\n{text}"))
-}
-
 /// Runs `send(i)` for every `i` of `range` on 8 concurrent tasks.
 async fn in_parallel<F, Fut>(range: Range<usize>, send: F)
 where
@@ -246,9 +234,9 @@ async fn a_stalled_channel_subscriber_is_closed_and_others_get_everything() {
 /// consumer, and only the reader's and the probe's sockets are left open.
 async fn stalled_one_was_closed(server: &Server, growth: u64) {
     assert!(growth < RSS_GROWTH_LIMIT, "RSS grew by {growth} bytes");
-    assert_eq!(metric(server, "bubble_slow_consumer_closes_total").await, 1);
+    assert_eq!(server.metric("bubble_slow_consumer_closes_total").await, 1);
     assert_eq!(
-        metric(server, "bubble_open_sockets").await,
+        server.metric("bubble_open_sockets").await,
         2,
         "the stalled one is gone"
     );

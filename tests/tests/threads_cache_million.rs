@@ -29,20 +29,6 @@ fn rss_kib(server: &Server) -> u64 {
         .expect("VmRSS")
 }
 
-async fn sample(server: &Server, name: &str) -> u64 {
-    let res = server
-        .http_anonymous()
-        .request("GET", "/metrics", &[], Vec::new())
-        .await;
-    res.text()
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| l.split_whitespace().next() == Some(name))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing"))
-}
-
 /// Writes `THREADS` threads owned by alice straight into the database.
 fn fill(db: &std::path::Path) {
     let mut conn = rusqlite::Connection::open(db).expect("open the database");
@@ -70,8 +56,8 @@ async fn a_million_threads_cost_nothing_until_used() {
     fill(&server.db_path());
 
     server.restart();
-    assert_eq!(sample(&server, "bubble_store_reads_total").await, 0);
-    assert_eq!(sample(&server, "bubble_thread_cache_entries").await, 0);
+    assert_eq!(server.metric("bubble_store_reads_total").await, 0);
+    assert_eq!(server.metric("bubble_thread_cache_entries").await, 0);
     let (status, _) = server.http(ALICE).get("/v1/threads/none").await;
     assert_eq!(status, 404);
     let loaded = rss_kib(&server);
@@ -85,12 +71,12 @@ async fn a_million_threads_cost_nothing_until_used() {
         let (status, thread) = alice.get(&format!("/v1/threads/t-{i:07}")).await;
         assert_eq!(status, 200, "{thread}");
     }
-    let cached = sample(&server, "bubble_thread_cache_entries").await;
+    let cached = server.metric("bubble_thread_cache_entries").await;
     assert!(
         cached <= CACHE,
         "{cached} threads cached, the bound is {CACHE}"
     );
-    assert!(sample(&server, "bubble_store_reads_total").await >= u64::from(TOUCHED));
+    assert!(server.metric("bubble_store_reads_total").await >= u64::from(TOUCHED));
     let touched = rss_kib(&server);
     eprintln!("RSS: {empty} KiB over no thread, {loaded} KiB over a million, {touched} KiB after touching {TOUCHED} ({cached} cached)");
     assert!(

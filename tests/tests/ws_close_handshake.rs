@@ -156,19 +156,6 @@ fn frames(mut bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
     out
 }
 
-async fn slow_consumer_closes(server: &Server) -> u64 {
-    let metrics = server
-        .http_anonymous()
-        .request("GET", "/metrics", &[], Vec::new())
-        .await;
-    metrics
-        .text()
-        .lines()
-        .find_map(|line| line.strip_prefix("bubble_slow_consumer_closes_total "))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("the slow consumer metric")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_consumer_that_reads_again_gets_whole_frames_then_1013() {
     let server = Server::start(&format!(
@@ -185,7 +172,7 @@ async fn a_slow_consumer_that_reads_again_gets_whole_frames_then_1013() {
     // it reads nothing: its queue overflows and the server closes it.
     let delta = "x".repeat(60 * 1024);
     let mut appended = 0u64;
-    while slow_consumer_closes(&server).await == 0 {
+    while server.metric("bubble_slow_consumer_closes_total").await == 0 {
         assert!(appended < 4000, "no slow consumer after {appended} events");
         for _ in 0..10 {
             let event = json!({"type": "message_part", "runId": "r", "version": "ai-sdk-v6",

@@ -277,24 +277,23 @@ async fn finish(mut ws: Socket, end: End) {
             })
             .await;
         }
-        End::Ours { code, sent } => {
-            if !sent {
-                let _ =
-                    tokio::time::timeout(CLOSE_WRITE_TIMEOUT, ws.send(close_message(code))).await;
-            }
-            linger(ws).await;
+        End::Ours { sent: true, .. } => linger(ws).await,
+        End::Ours { code, sent: false } | End::Refused(code) => {
+            close_then_linger(ws, code, CLOSE_WRITE_TIMEOUT).await;
         }
         End::Killed(code) => {
             ws.get_mut().cut_after_current_frame();
-            let _ = tokio::time::timeout(KILLED_CLOSE_TIMEOUT, ws.send(close_message(code))).await;
-            linger(ws).await;
-        }
-        End::Refused(code) => {
-            let _ = tokio::time::timeout(CLOSE_WRITE_TIMEOUT, ws.send(close_message(code))).await;
-            linger(ws).await;
+            close_then_linger(ws, code, KILLED_CLOSE_TIMEOUT).await;
         }
         End::Failed(_) => {}
     }
+}
+
+/// Sends a Close with `code`, waiting at most `wait` for the peer to take
+/// it, then lingers.
+async fn close_then_linger(mut ws: Socket, code: u16, wait: Duration) {
+    let _ = tokio::time::timeout(wait, ws.send(close_message(code))).await;
+    linger(ws).await;
 }
 
 /// Half-closes and reads until the peer closes, so that unread input does
