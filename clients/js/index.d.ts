@@ -83,9 +83,9 @@ export interface Subscription extends AsyncIterable<BubbleEvent> {
 
 export interface Thread {
   readonly id: string;
-  /** Follows the thread from `fromSeq` (default 1): each event once, in seq order, across reconnects. */
+  /** Follows the thread from `fromSeq` (default 1; past the head: live events only): each event once, in seq order, across reconnects. */
   subscribe(options?: { fromSeq?: number }, onEvent?: (event: BubbleEvent) => void): Subscription;
-  /** Appends an event (queued while offline, retried with one idempotency key); resolves with the stored event. */
+  /** Appends an event (queued while offline, retried with one idempotency key: the event's `idempotencyKey` when set); resolves with the stored event. */
   append(event: Record<string, unknown>): Promise<BubbleEvent>;
   /** The thread's AI SDK messages folded by the server (`GET /v1/threads/:id/messages`). */
   messages(): Promise<FoldedMessages>;

@@ -129,10 +129,13 @@ export class ClientCore {
   append(append, thread, event) {
     if (this.appends.some((p) => p.append === append)) throw new Error(`append ${append} is already pending`);
     this.appendsMade += 1;
+    // The event's own key, when it has one: the server refuses a header
+    // that differs from it.
+    const own = event?.idempotencyKey;
     this.appends.push({
       append,
       thread,
-      key: `${this.nonce}-${this.appendsMade}`,
+      key: typeof own === 'string' ? own : `${this.nonce}-${this.appendsMade}`,
       body: JSON.stringify(event),
       stage: { kind: 'queued' },
       failures: 0,
@@ -249,6 +252,9 @@ export class ClientCore {
     const sub = this.threads.get(thread);
     if (!sub || sub.phase.kind !== 'pending') return;
     sub.failures = 0;
+    // A fromSeq past the head (the seed's "live only" sentinel): the live
+    // events start right after the boundary.
+    sub.nextSeq = Math.min(sub.nextSeq, throughSeq + 1);
     const caughtUp = sub.nextSeq > throughSeq;
     sub.phase = { kind: 'open', throughSeq, caughtUp };
     if (caughtUp) this.emit({ type: 'caught_up', thread, throughSeq });
@@ -313,7 +319,13 @@ export class ClientCore {
     if (status >= 400 && status < 500 && status !== 408 && status !== 429) {
       const error = parsed?.error;
       this.appends.splice(this.appends.indexOf(p), 1);
-      this.emit({ type: 'append_rejected', append, thread: p.thread, code: text(error?.code), message: text(error?.message) });
+      // An answer without the server's error came from something in between
+      // (a proxy's page, say).
+      const [code, message] =
+        typeof error?.code === 'string'
+          ? [error.code, text(error?.message)]
+          : ['unavailable', `HTTP ${status} without a JSON body`];
+      this.emit({ type: 'append_rejected', append, thread: p.thread, code, message });
       this.postDue(false);
       return;
     }

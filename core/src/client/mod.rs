@@ -239,10 +239,16 @@ impl Client {
             return Err(ClientMisuse::AppendInUse(append));
         }
         self.appends_made += 1;
+        // The event's own key, when it has one: the server refuses a
+        // header that differs from it.
+        let key = match event.get("idempotencyKey") {
+            Some(Value::String(key)) => key.clone(),
+            _ => backoff::idempotency_key(self.nonce, self.appends_made),
+        };
         self.appends.push(PendingAppend {
             append,
             thread,
-            key: backoff::idempotency_key(self.nonce, self.appends_made),
+            key,
             body: Value::Object(event).to_string(),
             stage: Stage::Queued,
             failures: 0,
@@ -393,6 +399,9 @@ impl Client {
             return;
         }
         sub.failures = 0;
+        // A `fromSeq` past the head (the seed's "live only" sentinel): the
+        // live events start right after the boundary.
+        sub.next_seq = sub.next_seq.min(through_seq.saturating_add(1));
         let caught_up = sub.next_seq > through_seq;
         sub.phase = Phase::Open {
             through_seq,
@@ -507,15 +516,18 @@ impl Client {
         }
         if (400..500).contains(&status) && status != 408 && status != 429 {
             let error = parsed.as_ref().map(|b| &b["error"]);
-            let text = |key: &str| {
-                error
-                    .and_then(|e| e[key].as_str())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let error = RemoteError {
-                code: text("code"),
-                message: text("message"),
+            let text = |key: &str| error.and_then(|e| e[key].as_str()).map(str::to_owned);
+            // An answer without the server's error came from something in
+            // between (a proxy's page, say).
+            let error = match text("code") {
+                Some(code) => RemoteError {
+                    code,
+                    message: text("message").unwrap_or_default(),
+                },
+                None => RemoteError {
+                    code: "unavailable".to_owned(),
+                    message: format!("HTTP {status} without a JSON body"),
+                },
             };
             let thread = pending.thread.clone();
             self.appends.remove(append);
