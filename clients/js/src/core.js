@@ -56,7 +56,7 @@ export class ClientCore {
     this.link = { kind: 'connecting' };
     this.reconnects = 0;
     this.tokenRequested = false;
-    /** @type {Map<string, { nextSeq: number, phase: any, failures: number }>} */
+    /** @type {Map<string, { nextSeq: number, fromApplication: boolean, phase: any, failures: number }>} */
     this.threads = new Map();
     /** @type {Array<any>} */
     this.appends = [];
@@ -118,7 +118,7 @@ export class ClientCore {
   subscribe(thread, fromSeq) {
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new Error('fromSeq must be at least 1');
     if (this.threads.has(thread)) throw new Error(`already subscribed to ${thread}`);
-    const sub = { nextSeq: fromSeq, phase: { kind: 'idle' }, failures: 0 };
+    const sub = { nextSeq: fromSeq, fromApplication: true, phase: { kind: 'idle' }, failures: 0 };
     if (this.link.kind === 'open') {
       sub.phase = { kind: 'pending' };
       this.emit({ type: 'send', frame: subscribeFrame(thread, fromSeq) });
@@ -252,9 +252,13 @@ export class ClientCore {
     const sub = this.threads.get(thread);
     if (!sub || sub.phase.kind !== 'pending') return;
     sub.failures = 0;
-    // A fromSeq past the head (the seed's "live only" sentinel): the live
-    // events start right after the boundary.
-    sub.nextSeq = Math.min(sub.nextSeq, throughSeq + 1);
+    // The application's fromSeq past the head (the seed's "live only"
+    // sentinel): the live events start right after the boundary. A
+    // position of the client's own stays: a throughSeq below it comes from
+    // a node that has not seen the latest commit yet, and the events up to
+    // the position were delivered already.
+    if (sub.fromApplication) sub.nextSeq = Math.min(sub.nextSeq, throughSeq + 1);
+    sub.fromApplication = false;
     const caughtUp = sub.nextSeq > throughSeq;
     sub.phase = { kind: 'open', throughSeq, caughtUp };
     if (caughtUp) this.emit({ type: 'caught_up', thread, throughSeq });

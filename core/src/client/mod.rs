@@ -64,6 +64,9 @@ enum Phase {
 #[derive(Debug, Clone)]
 struct Subscription {
     next_seq: u64,
+    /// `next_seq` is still the application's `fromSeq`: no subscription
+    /// has opened yet to confirm or move it.
+    from_application: bool,
     phase: Phase,
     failures: u32,
 }
@@ -218,6 +221,7 @@ impl Client {
         }
         let mut sub = Subscription {
             next_seq: from_seq,
+            from_application: true,
             phase: Phase::Idle,
             failures: 0,
         };
@@ -399,9 +403,14 @@ impl Client {
             return;
         }
         sub.failures = 0;
-        // A `fromSeq` past the head (the seed's "live only" sentinel): the
-        // live events start right after the boundary.
-        sub.next_seq = sub.next_seq.min(through_seq.saturating_add(1));
+        // The application's `fromSeq` past the head (the seed's "live
+        // only" sentinel): the live events start right after the boundary.
+        // A position of the client's own stays: a `throughSeq` below it
+        // comes from a node that has not seen the latest commit yet, and
+        // the events up to the position were delivered already.
+        if std::mem::take(&mut sub.from_application) {
+            sub.next_seq = sub.next_seq.min(through_seq.saturating_add(1));
+        }
         let caught_up = sub.next_seq > through_seq;
         sub.phase = Phase::Open {
             through_seq,
