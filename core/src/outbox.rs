@@ -133,7 +133,7 @@ impl Outbox {
 /// Takes the connections `gone` picks off a send (one recipient of a
 /// fan-out, or a whole `Send`); true when the send has no recipient left
 /// and must be dropped. Other outputs are left alone.
-pub(crate) fn drop_recipients(out: &mut Output, gone: impl Fn(ConnId) -> bool) -> bool {
+pub(crate) fn drop_recipients(out: &mut Output, mut gone: impl FnMut(ConnId) -> bool) -> bool {
     match out {
         Output::Send { conn, .. } => gone(*conn),
         Output::SendAll { conns, .. } => {

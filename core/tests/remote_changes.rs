@@ -186,13 +186,19 @@ fn frames_behind_a_waiting_frame_keep_their_order() {
     assert_eq!(errors[0]["code"], "invalid_request");
 }
 
-#[test]
-fn clustered_engines_announce_their_commits() {
+fn clustered_pair() -> (Harness, Harness) {
     let mut cfg = config();
     cfg.cluster = true;
     let store = MemoryStore::default();
-    let mut a = Harness::engine_over(cfg.clone(), store.clone(), Millis(T0), 1);
-    let mut b = Harness::engine_over(cfg, store, Millis(T0), 2);
+    (
+        Harness::engine_over(cfg.clone(), store.clone(), Millis(T0), 1),
+        Harness::engine_over(cfg, store, Millis(T0), 2),
+    )
+}
+
+#[test]
+fn clustered_engines_announce_their_commits() {
+    let (mut a, mut b) = clustered_pair();
     a.create_thread("alice", "t");
     let on_b = subscribed(&mut b, "alice", "t");
     b.frames(on_b);
@@ -266,4 +272,78 @@ fn a_change_to_a_thread_nobody_follows_here_is_forgotten_not_read() {
         "the next use reads it again"
     );
     assert_eq!(b.engine.metrics().write_conflicts, 0);
+}
+
+/// A node that has not heard of another node's commit yet reads the
+/// durable head before it answers a page from past its own, or takes a
+/// `fromSeq` past it for the seed's "sentinel beyond the head": the page
+/// holds the acknowledged event, the subscription starts at `fromSeq`
+/// (nothing below it is sent), and a real sentinel still opens at the
+/// durable head and delivers what follows.
+#[test]
+fn a_from_seq_past_a_stale_head_is_decided_on_the_durable_one() {
+    let (mut a, mut b) = clustered_pair();
+    a.create_thread("alice", "t");
+    a.append_n("t", 2);
+    let watcher = subscribed(&mut b, "alice", "t");
+    assert_eq!(event_seqs(&b.frames(watcher)), [1, 2]);
+    a.take_broadcasts();
+    a.append_n("t", 1);
+    let said = a.take_broadcasts();
+
+    let page = b.get("alice", "/v1/threads/t/events?fromSeq=3").expect(200);
+    assert_eq!(page.body["events"][0]["seq"], 3, "{}", page.body);
+    assert_eq!(page.body["nextSeq"], serde_json::Value::Null);
+
+    let resuming = b.connect("alice");
+    b.subscribe(resuming, "t", Some(4));
+    let frames = b.frames(resuming);
+    assert_eq!(
+        frames[0]["type"], "thread.subscription_opened",
+        "{frames:?}"
+    );
+    assert_eq!(
+        frames[0]["throughSeq"], 3,
+        "the durable head, not the cached 2"
+    );
+    assert!(event_seqs(&frames).is_empty(), "{frames:?}");
+    assert_eq!(
+        event_seqs(&b.frames(watcher)),
+        [3],
+        "the node read what it had not been told of"
+    );
+
+    let live_only = b.connect("alice");
+    b.subscribe(live_only, "t", Some(1_000));
+    let frames = b.frames(live_only);
+    assert_eq!(frames[0]["throughSeq"], 3);
+    assert!(event_seqs(&frames).is_empty(), "{frames:?}");
+
+    for message in said {
+        b.remote("a", message);
+    }
+    a.append_n("t", 2);
+    for message in a.take_broadcasts() {
+        b.remote("a", message);
+    }
+    assert_eq!(event_seqs(&b.frames(resuming)), [4, 5]);
+    assert_eq!(event_seqs(&b.frames(live_only)), [4, 5]);
+    assert_eq!(event_seqs(&b.frames(watcher)), [4, 5]);
+}
+
+/// A thread a node answered `404` for, then created on another node: the
+/// first node, not told yet, does not take its cached absence for the
+/// store's word, so the thread is there for it at once (the common "look,
+/// create if missing, use" of a client behind a load balancer).
+#[test]
+fn a_thread_created_elsewhere_is_not_taken_for_absent() {
+    let (mut a, mut b) = clustered_pair();
+    b.get("alice", "/v1/threads/fresh").expect(404);
+    a.create_thread("alice", "fresh");
+    let thread = b.get("alice", "/v1/threads/fresh").expect(200);
+    assert_eq!(thread.body["threadId"], "fresh");
+    let appended = b.append("alice", "fresh", run_started("b-1")).expect(201);
+    assert_eq!(appended.body["event"]["seq"], 1);
+    b.get("alice", "/v1/threads/never").expect(404);
+    b.get("alice", "/v1/threads/never").expect(404);
 }

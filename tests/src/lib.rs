@@ -48,7 +48,7 @@ pub use http::{raw_post, raw_request, HttpClient, HttpResponse};
 pub use jwks::{jwks_document, JwksServer, SigningKey};
 pub use jwt::{hmac_sha256_hex, sign_jwt, sign_jwt_with_header};
 pub use proxy::Proxy;
-pub use server::{signal, Server, Store};
+pub use server::{metric_sample, signal, Server, Store};
 pub use tls::{test_ca_der, test_ca_pem, TlsTerminator};
 /// A raw WebSocket message, for [`WsClient::send`].
 pub use tokio_tungstenite::tungstenite::Message;

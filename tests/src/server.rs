@@ -259,20 +259,15 @@ impl Server {
         HttpClient::new(&self.base_url(), None)
     }
 
-    /// The value of the unlabelled sample `name` on `/metrics`; panics
-    /// when it is missing.
+    /// The value of the sample `name` on `/metrics`; panics when it is
+    /// missing.
     pub async fn metric(&self, name: &str) -> u64 {
         let text = self
             .http_anonymous()
             .request("GET", "/metrics", &[], Vec::new())
             .await
             .text();
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .find(|l| l.split_whitespace().next() == Some(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} in /metrics:\n{text}"))
+        metric_sample(&text, name).unwrap_or_else(|| panic!("{name} in /metrics:\n{text}")) as u64
     }
 
     /// A `/v1/ws` connection authenticated with `Authorization: Bearer <token>`.
@@ -395,4 +390,15 @@ fn forward_stdout(stdout: std::process::ChildStdout, mut log: File, tx: mpsc::Se
             }
         }
     }
+}
+
+/// The value of the sample `name` (with its labels, as the exposition
+/// writes them: `bubble_errors_total{code="not_found"}`) in a `/metrics`
+/// text, if it is there.
+pub fn metric_sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
 }

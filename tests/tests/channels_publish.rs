@@ -6,7 +6,7 @@ mod channels_common;
 use std::time::Duration;
 
 use bubble_tests::{
-    raw_post, raw_request, HttpClient, HttpResponse, Server, APP_SECRET, TEST_CONFIG,
+    metric_sample, raw_post, raw_request, HttpClient, HttpResponse, Server, APP_SECRET, TEST_CONFIG,
 };
 use channels_common::*;
 use serde_json::{json, Value};
@@ -390,12 +390,6 @@ async fn one_and_one_hundred_channels() {
     s.ws.expect_no_frame_within(QUIET).await;
 }
 
-fn metric(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivery_to_one_thousand_subscribers() {
     let server = std::sync::Arc::new(Server::start(TEST_CONFIG));
@@ -433,19 +427,23 @@ async fn delivery_to_one_thousand_subscribers() {
         .await
         .text();
     assert_eq!(
-        metric(&text, "bubble_deliveries_total"),
-        Some(1000),
-        "{text}"
-    );
-    assert_eq!(metric(&text, "bubble_publishes_total"), Some(1), "{text}");
-    assert_eq!(
-        metric(&text, "bubble_channel_subscriptions"),
-        Some(1000),
+        metric_sample(&text, "bubble_deliveries_total"),
+        Some(1000.0),
         "{text}"
     );
     assert_eq!(
-        metric(&text, "bubble_channel_connections{app=\"app-1\"}"),
-        Some(1000),
+        metric_sample(&text, "bubble_publishes_total"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric_sample(&text, "bubble_channel_subscriptions"),
+        Some(1000.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric_sample(&text, "bubble_channel_connections{app=\"app-1\"}"),
+        Some(1000.0),
         "{text}"
     );
 }

@@ -32,11 +32,8 @@ fn metric(server: &Server, name: &str) -> u64 {
         server.addr(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
-    response
-        .text()
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
+    bubble_tests::metric_sample(&response.text(), name)
+        .unwrap_or_else(|| panic!("no metric {name}")) as u64
 }
 
 /// Two nodes on `redis`; appends on `a`, a subscriber on `b`; `disturb`

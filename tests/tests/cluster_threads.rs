@@ -1,13 +1,16 @@
 //! Threads across the nodes of a cluster: one creation when two nodes
 //! create the same id at once, a grant revoked on one node ends a
-//! subscription on another, and the clients of a killed node resume on
-//! another node with `fromSeq` and lose nothing.
+//! subscription on another, the clients of a killed node resume on
+//! another node with `fromSeq` and lose nothing, and an event or a thread
+//! one node acknowledged is there for a page, a `fromSeq` or a request on
+//! another at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bubble_tests::threads::{
-    append_until, create_thread, error_frame, grant, page_all, run_started, subscribe,
+    append, append_until, create_thread, error_frame, expect_event, grant, page_all, run_started,
+    subscribe,
 };
 use bubble_tests::{Deployment, WsClient, ALICE, DAVE, HANG_TIMEOUT, TEST_CONFIG};
 use serde_json::{json, Value};
@@ -139,4 +142,64 @@ async fn a_subscription_opened_during_appends_elsewhere_gets_backlog_then_live_o
         .await
         .expect("backlog then live reach the head");
     assert_eq!(seen, (1..=head).collect::<Vec<_>>());
+}
+
+/// Right after node A acknowledges seq N, before node B may have heard of
+/// it: a page from N on B holds it, and a subscription on B from N + 1
+/// opens at `throughSeq` ≥ N and delivers N + 1 first (never N, which is
+/// below its `fromSeq`). B follows the thread all along, so it answers from
+/// its cache, which learns of A's commits from the broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_acknowledged_on_one_node_is_there_at_once_on_another() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    let (on_a, on_b) = (a.http(ALICE), b.http(ALICE));
+    create_thread(&on_a, "hop").await;
+    let mut follower = b.ws(ALICE).await;
+    subscribe(&mut follower, "hop", Some(1)).await;
+    for round in 0..30 {
+        let mut late = b.ws(ALICE).await;
+        let seq = append(&on_a, "hop", &run_started(&format!("a-{round}"))).await["seq"]
+            .as_u64()
+            .expect("seq");
+        let (status, page) = on_b
+            .get(&format!("/v1/threads/hop/events?fromSeq={seq}"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["events"][0]["seq"], seq, "round {round}: {page}");
+        let through = subscribe(&mut late, "hop", Some(seq + 1)).await;
+        assert!(
+            through >= seq,
+            "round {round}: throughSeq {through} < {seq}"
+        );
+        append(&on_a, "hop", &run_started(&format!("a-{round}-next"))).await;
+        expect_event(&mut late, "hop", seq + 1).await;
+    }
+    let head = 60;
+    let seen = tokio::time::timeout(HANG_TIMEOUT, follow(follower, "hop", Some(head)))
+        .await
+        .expect("the follower reaches the head");
+    assert_eq!(seen, (1..=head).collect::<Vec<_>>());
+}
+
+/// A client behind a load balancer looks for a thread (node B answers
+/// `404` and remembers it absent), creates it (node A), then uses it (node
+/// B again) before B may have heard of the creation: B reads the record
+/// rather than trust its cached absence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_created_on_one_node_is_there_at_once_on_another() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    let (on_a, on_b) = (a.http(ALICE), b.http(ALICE));
+    for round in 0..30 {
+        let thread = format!("looked-for-{round}");
+        let path = format!("/v1/threads/{thread}");
+        let (status, body) = on_b.get(&path).await;
+        assert_eq!(status, 404, "{body}");
+        create_thread(&on_a, &thread).await;
+        let (status, body) = on_b.get(&path).await;
+        assert_eq!(status, 200, "round {round}: {body}");
+        let event = append(&on_b, &thread, &run_started("first")).await;
+        assert_eq!(event["seq"], 1, "{event}");
+    }
 }

@@ -1,17 +1,7 @@
 //! `/healthz`, `/readyz` and `/metrics` (Prometheus text).
 
 use bubble_tests::threads::{append, create_thread, run_started, subscribe};
-use bubble_tests::{Server, ALICE, TEST_CONFIG};
-
-/// The value of the first sample line starting with `name` (with labels).
-fn sample(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| l.split_whitespace().next() == Some(name))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-}
+use bubble_tests::{metric_sample, Server, ALICE, TEST_CONFIG};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_readiness() {
@@ -59,27 +49,35 @@ async fn metrics_count_what_happened() {
             "{name} missing:\n{text}"
         );
     }
-    assert_eq!(sample(&text, "bubble_ws_connections"), Some(1.0), "{text}");
-    assert_eq!(sample(&text, "bubble_subscriptions"), Some(1.0), "{text}");
     assert_eq!(
-        sample(&text, "bubble_events_appended_total"),
+        metric_sample(&text, "bubble_ws_connections"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric_sample(&text, "bubble_subscriptions"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric_sample(&text, "bubble_events_appended_total"),
         Some(3.0),
         "{text}"
     );
     assert!(
-        sample(&text, "bubble_frames_in_total").unwrap_or(0.0) >= 2.0,
+        metric_sample(&text, "bubble_frames_in_total").unwrap_or(0.0) >= 2.0,
         "{text}"
     );
     assert!(
-        sample(&text, "bubble_frames_out_total").unwrap_or(0.0) >= 2.0,
+        metric_sample(&text, "bubble_frames_out_total").unwrap_or(0.0) >= 2.0,
         "{text}"
     );
     assert!(
-        sample(&text, "bubble_errors_total{code=\"invalid_request\"}").unwrap_or(0.0) >= 1.0,
+        metric_sample(&text, "bubble_errors_total{code=\"invalid_request\"}").unwrap_or(0.0) >= 1.0,
         "{text}"
     );
     assert!(
-        sample(&text, "bubble_errors_total{code=\"not_found\"}").unwrap_or(0.0) >= 1.0,
+        metric_sample(&text, "bubble_errors_total{code=\"not_found\"}").unwrap_or(0.0) >= 1.0,
         "{text}"
     );
 }

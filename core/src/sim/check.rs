@@ -49,7 +49,8 @@ fn record(store: &MemoryStore, thread: &ThreadId) -> Option<ThreadRecord> {
     }
 }
 
-fn head(store: &MemoryStore, thread: &ThreadId) -> u64 {
+/// The durable head of `thread` (0 when it does not exist).
+pub(super) fn head(store: &MemoryStore, thread: &ThreadId) -> u64 {
     record(store, thread).map_or(0, |r| r.head_seq)
 }
 

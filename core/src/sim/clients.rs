@@ -10,6 +10,7 @@ use crate::http::Method;
 use crate::ids::ConnId;
 use crate::io::{ChannelProtocol, Input, WsFrame};
 
+use super::check::head;
 use super::world::{
     thread_id, thread_index, Call, Owner, World, APP, APP_KEY, APP_SECRET, PRINCIPALS,
 };
@@ -24,8 +25,14 @@ pub(crate) const PRESENCE: &str = "presence-room";
 pub(crate) enum Sub {
     /// `thread.subscribe` sent, no `thread.subscription_opened` yet;
     /// `stale`: an unsubscribed episode's frames may still arrive first.
-    /// `lo`: the highest head the node had been told of when it was sent.
-    Subscribing { from: u64, stale: bool, lo: u64 },
+    /// `lo`: the highest head the node had been told of when it was sent;
+    /// `durable`: the store's head then.
+    Subscribing {
+        from: u64,
+        stale: bool,
+        lo: u64,
+        durable: u64,
+    },
     /// Registered; `next` is the seq the next event must carry.
     Open { next: u64 },
     /// Unsubscribed; frames in flight may still arrive and are ignored.
@@ -147,10 +154,15 @@ impl World {
             .get(&thread_id(thread))
             .copied()
             .unwrap_or(0);
+        let durable = head(&self.store, &thread_id(thread));
         if let Some(client) = self.ws.get_mut(&slot) {
-            client
-                .subs
-                .insert(thread, Sub::Subscribing { from, stale, lo });
+            let sub = Sub::Subscribing {
+                from,
+                stale,
+                lo,
+                durable,
+            };
+            client.subs.insert(thread, sub);
         }
         self.ws_send(slot, &frame);
     }
@@ -206,10 +218,19 @@ impl World {
         match kind {
             "thread.subscription_opened" => {
                 let through = frame["throughSeq"].as_u64().unwrap_or(u64::MAX);
-                let Some(Sub::Subscribing { from, lo, .. }) = state else {
+                let Some(Sub::Subscribing {
+                    from, lo, durable, ..
+                }) = state
+                else {
                     self.fail(format!("slot {slot} ({state:?}) got an unasked {frame}"));
                     return;
                 };
+                if from <= durable + 1 && through.saturating_add(1) < from {
+                    // fromSeq named durable events: it was no sentinel.
+                    self.fail(format!(
+                        "slot {slot} subscribed to t{thread} from #{from} with #{durable} durable and was opened at throughSeq {through}"
+                    ));
+                }
                 let next = from.min(through.saturating_add(1));
                 self.set_sub(slot, thread, Some(Sub::Open { next }));
                 self.deferred.push(Opened {
@@ -241,11 +262,13 @@ impl World {
                     stale: true,
                     from,
                     lo,
+                    durable,
                 }) => {
                     let sub = Sub::Subscribing {
                         from,
                         stale: false,
                         lo,
+                        durable,
                     };
                     self.set_sub(slot, thread, Some(sub));
                 }

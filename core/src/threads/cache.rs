@@ -6,11 +6,14 @@
 //! with live subscriptions, writes in flight, or the ancestors of such
 //! threads) and those used since the oldest operation still waiting for a
 //! read began, so that an operation's re-run finds what its reads loaded.
-//! A thread known not to exist is cached too, as [`Slot::Absent`].
+//! A thread known not to exist is cached too, as [`Slot::Absent`] (in a
+//! cluster, only a read of the operation's own confirms it before a
+//! request is refused: another node may have created the thread since).
 
 use crate::ids::ThreadId;
 use crate::maps::{HashMap, HashSet};
 use crate::policy::{effective_capabilities, CapabilitySet};
+use crate::store::ThreadRecord;
 use crate::threads::state::{Caller, ThreadState};
 
 /// What the cache knows of a thread.
@@ -20,6 +23,17 @@ pub(crate) enum Slot {
     Present(Box<ThreadState>),
     /// The store had no such thread when it was read.
     Absent,
+}
+
+impl Slot {
+    /// What a read of a thread's record says: present with its state, or
+    /// absent.
+    pub(crate) fn read(record: Option<&ThreadRecord>) -> Slot {
+        match record {
+            Some(record) => Slot::Present(Box::new(ThreadState::from_record(record.clone()))),
+            None => Slot::Absent,
+        }
+    }
 }
 
 #[derive(Debug)]

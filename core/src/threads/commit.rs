@@ -200,6 +200,7 @@ impl Threads {
                 if state.knows_version(version) || head_seq < state.durable().head_seq {
                     return;
                 }
+                state.announced_head = state.announced_head.max(head_seq);
                 let idle =
                     !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
                 if idle && !self.sockets.followed(thread) {
@@ -274,7 +275,7 @@ impl Threads {
         let durable = self.cache.get(thread).map(|s| s.durable().head_seq);
         self.cache.remove(thread);
         self.forget_answers(thread);
-        self.rewind_subscriptions(thread, durable);
+        self.rewind_subscriptions(cx, thread, durable);
         self.load_for_cache(cx, thread);
     }
 

@@ -14,7 +14,7 @@ use crate::threads::cache::Slot;
 use crate::threads::incoming;
 use crate::threads::ops::CreateRequest;
 use crate::threads::query::Query;
-use crate::threads::state::{Caller, ThreadState};
+use crate::threads::state::Caller;
 use crate::threads::work::Step;
 use crate::threads::Threads;
 
@@ -313,11 +313,10 @@ impl Threads {
             for record in records {
                 let id = record.thread_id.clone();
                 after = Some(id.clone());
-                if !self.cache.knows(&id) {
-                    self.cache.put(
-                        id.clone(),
-                        Slot::Present(Box::new(ThreadState::from_record(record))),
-                    );
+                // Listed, so it exists (a thread cached as absent was
+                // created since).
+                if self.cache.get(&id).is_none() {
+                    self.cache.put(id.clone(), Slot::read(Some(&record)));
                 }
                 if !self.held(caller, &id)?.contains(Capability::ThreadRead) {
                     continue;
@@ -343,7 +342,10 @@ impl Threads {
 
     /// `GET /v1/threads/:threadId/events?fromSeq=&limit=`: durable events
     /// only, read from the store. `nextSeq` is set while the page ends below
-    /// the head (appends not yet durable included).
+    /// the head (appends not yet durable included). In a cluster, a
+    /// `fromSeq` past what this node knows is durable is decided on the
+    /// store's head (unless writes of ours are in flight on the thread):
+    /// the seq another node just acknowledged is there.
     fn history(
         &mut self,
         caller: &Caller,
@@ -353,10 +355,16 @@ impl Threads {
         self.require(caller, id, Capability::ThreadRead)?;
         let from = query.start_seq()?;
         let limit = query.limit()?;
-        let (head, durable) = self
+        let (mut head, mut durable) = self
             .cache
             .get(id)
             .map_or((0, 0), |t| (t.head_seq, t.durable().head_seq));
+        if self.cluster && from > durable && self.settled(id) {
+            if let Some(now) = self.durable_now(id)? {
+                durable = durable.max(now.head_seq);
+                head = head.max(durable);
+            }
+        }
         let events = if from > durable {
             Vec::new()
         } else {

@@ -51,6 +51,9 @@ use ws::conn::Sockets;
 #[derive(Debug)]
 pub(crate) struct Threads {
     admins: HashSet<PrincipalId>,
+    /// One node of a cluster: other nodes write to the same store, so a
+    /// thread cached as absent may exist by now.
+    cluster: bool,
     cache: Cache,
     /// The message folds of threads read through `/messages`.
     folds: folds::Folds,
@@ -82,6 +85,7 @@ impl Threads {
     pub(crate) fn new(config: &Config) -> Threads {
         Threads {
             admins: config.admins.iter().cloned().collect(),
+            cluster: config.cluster,
             cache: Cache::default(),
             folds: folds::Folds::default(),
             sockets: Sockets::default(),

@@ -17,6 +17,7 @@ use crate::threads::incoming::CheckedEvent;
 use crate::threads::rules::{self, CreateDecision};
 use crate::threads::state::{Caller, ThreadState};
 use crate::threads::work::Step;
+use crate::threads::ws::Decided;
 use crate::threads::Threads;
 
 /// `POST /v1/threads` after parsing.
@@ -41,6 +42,7 @@ impl Threads {
     pub(super) fn held(&mut self, caller: &Caller, id: &ThreadId) -> Result<CapabilitySet, Step> {
         loop {
             match self.cache.capabilities(caller, id) {
+                Ok(None) if self.exists_after_all(id)? => {}
                 Ok(held) => {
                     let undecided = self.cache.get(id).is_some_and(|t| t.in_flight())
                         || self.building.iter().any(|g| &g.thread_id == id);
@@ -367,7 +369,7 @@ impl Threads {
                 },
             );
             self.thread_mut(id)?.grants.insert(principal.clone(), role);
-            self.recheck_subscriptions(cx, id);
+            self.recheck_subscriptions(cx, id, Decided::Here);
         }
         Ok(GrantRow {
             thread_id: id.clone(),
@@ -395,7 +397,7 @@ impl Threads {
                     principal_id: principal.clone(),
                 },
             );
-            self.recheck_subscriptions(cx, id);
+            self.recheck_subscriptions(cx, id, Decided::Here);
         }
         Ok(())
     }

@@ -43,6 +43,9 @@ pub(crate) struct ThreadState {
     /// Another writer changed the thread while writes of ours were in
     /// flight: reload once they are settled.
     pub(crate) stale: bool,
+    /// The highest durable head another writer announced while the thread
+    /// waits for that reload (0: none).
+    pub(crate) announced_head: u64,
 }
 
 impl ThreadState {
@@ -63,6 +66,7 @@ impl ThreadState {
             pending: VecDeque::new(),
             commits: VecDeque::new(),
             stale: false,
+            announced_head: 0,
         }
     }
 
@@ -83,6 +87,7 @@ impl ThreadState {
             pending: VecDeque::new(),
             commits: VecDeque::new(),
             stale: false,
+            announced_head: 0,
         }
     }
 
@@ -106,6 +111,13 @@ impl ThreadState {
             head_seq: self.head_seq,
             version: self.version,
         }
+    }
+
+    /// The head a subscription opened now is pinned at: every decided seq,
+    /// and what another writer announced (made durable) that this engine
+    /// has not read yet.
+    pub(crate) fn known_head(&self) -> u64 {
+        self.head_seq.max(self.announced_head)
     }
 
     /// Where the store stands, as far as this engine knows.

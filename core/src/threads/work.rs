@@ -15,9 +15,9 @@ use crate::ids::{ConnId, ReadId, RequestId, ThreadId};
 use crate::io::Output;
 use crate::maps::HashMap;
 use crate::outbox::Tag;
-use crate::store::{ReadQuery, ReadResult, StoreError};
+use crate::store::{ReadQuery, ReadResult, StoreError, ThreadRecord, Version};
 use crate::threads::cache::Slot;
-use crate::threads::state::{Caller, ThreadState};
+use crate::threads::state::Caller;
 use crate::threads::Threads;
 
 /// What an operation's reads answered, by query.
@@ -181,8 +181,15 @@ impl Threads {
         }
     }
 
+    /// Asks for `need` on behalf of `id`. A thread that is not cached is
+    /// loaded for the cache too (one load however many wait for it); a
+    /// cached one's record is the operation's own read.
     fn request(&mut self, cx: &mut Ctx<'_>, id: u64, need: ReadQuery) {
-        if let ReadQuery::Thread { thread_id } = &need {
+        let load = match &need {
+            ReadQuery::Thread { thread_id } if !self.cache.knows(thread_id) => Some(thread_id),
+            _ => None,
+        };
+        if let Some(thread_id) = load {
             if let Some(Waiter::Load { works, .. }) = self
                 .loading
                 .get(thread_id)
@@ -205,6 +212,36 @@ impl Threads {
                 query: need.clone(),
             };
             self.new_read(cx, need, waiter);
+        }
+    }
+
+    /// What an operation's read of `thread`'s record tells the cache: a
+    /// thread no longer cached (its reload failed or it was evicted since
+    /// the read was asked) is cached from it, as a load would, and its
+    /// subscriptions resume; one cached as absent that exists was created
+    /// since by another node (threads are never deleted); a version the
+    /// cache does not know is another node's commit not announced yet.
+    /// Nothing is decided on the older state from here on.
+    fn learn(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId, record: Option<&ThreadRecord>) {
+        if !self.cache.knows(thread) {
+            if !self.loading.contains_key(thread) {
+                self.cache.put(thread.clone(), Slot::read(record));
+                self.thread_loaded(cx, thread);
+            }
+            return;
+        }
+        let Some(record) = record else {
+            return;
+        };
+        match self.cache.get(thread) {
+            None => self.cache.put(thread.clone(), Slot::read(Some(record))),
+            Some(state)
+                if !state.knows_version(record.version)
+                    && record.head_seq >= state.durable().head_seq =>
+            {
+                self.changed(cx, thread, record.head_seq, record.version);
+            }
+            Some(_) => {}
         }
     }
 
@@ -296,14 +333,10 @@ impl Threads {
             } => {
                 self.loading.remove(&thread);
                 if let Ok(ReadResult::Thread(record)) = &result {
-                    if !self.cache.knows(&thread) {
-                        let slot = match record {
-                            Some(record) => {
-                                Slot::Present(Box::new(ThreadState::from_record(record.clone())))
-                            }
-                            None => Slot::Absent,
-                        };
-                        self.cache.put(thread.clone(), slot);
+                    if self.cache.knows(&thread) {
+                        self.learn(cx, &thread, record.as_ref());
+                    } else {
+                        self.cache.put(thread.clone(), Slot::read(record.as_ref()));
                     }
                 }
                 let query = ReadQuery::Thread {
@@ -323,6 +356,11 @@ impl Threads {
                 }
             }
             Waiter::Work { op, query } => {
+                if let (ReadQuery::Thread { thread_id }, Ok(ReadResult::Thread(record))) =
+                    (&query, &result)
+                {
+                    self.learn(cx, thread_id, record.as_ref());
+                }
                 if let Some(work) = self.works.get_mut(&op) {
                     work.answers.insert(query, result);
                     self.resume(cx, op);
@@ -354,18 +392,35 @@ impl Threads {
         }
         match self.answers.get(&query) {
             Some(Ok(ReadResult::Thread(record))) => {
-                let slot = match record {
-                    Some(record) => {
-                        Slot::Present(Box::new(ThreadState::from_record(record.clone())))
-                    }
-                    None => Slot::Absent,
-                };
-                self.cache.put(id.clone(), slot);
+                self.cache.put(id.clone(), Slot::read(record.as_ref()));
                 Ok(())
             }
             Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
             Some(_) => Err(Step::Fail(BubbleError::Internal)),
             None => Err(Step::Need(query)),
+        }
+    }
+
+    /// Whether `id`, cached as absent, was created since, which in a
+    /// cluster another node may have done without this one having heard
+    /// yet: the operation's own read of its record decides (and caches
+    /// it). Outside a cluster the cache is the store's word.
+    pub(super) fn exists_after_all(&mut self, id: &ThreadId) -> Result<bool, Step> {
+        if !self.cluster {
+            return Ok(false);
+        }
+        let query = ReadQuery::Thread {
+            thread_id: id.clone(),
+        };
+        match self.answers.get(&query) {
+            None => Err(Step::Need(query)),
+            Some(Ok(ReadResult::Thread(None))) => Ok(false),
+            Some(Ok(ReadResult::Thread(Some(record)))) => {
+                self.cache.put(id.clone(), Slot::read(Some(record)));
+                Ok(true)
+            }
+            Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
+            Some(Ok(_)) => Err(Step::Fail(BubbleError::Internal)),
         }
     }
 
@@ -375,6 +430,32 @@ impl Threads {
             Some(Ok(result)) => Ok(result),
             Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
             None => Err(Step::Need(query)),
+        }
+    }
+
+    /// Whether `thread` is cached with nothing of ours in flight on it and
+    /// no announced change waiting for that: only then does a read of its
+    /// record replace what the cache holds at once. Otherwise the cache
+    /// decides until the writes settle (a newer record would be
+    /// [`Threads::changed`]'s to apply once they have, as an announced
+    /// change is).
+    pub(super) fn settled(&self, thread: &ThreadId) -> bool {
+        self.cache
+            .get(thread)
+            .is_some_and(|s| !s.in_flight() && !s.stale)
+            && !self.building.iter().any(|g| &g.thread_id == thread)
+    }
+
+    /// `thread`'s durable head and version as the store holds them now
+    /// (`None`: it does not exist), read once per operation: what another
+    /// node of a cluster committed and this one was not told of yet.
+    pub(super) fn durable_now(&self, thread: &ThreadId) -> Result<Option<Version>, Step> {
+        let query = ReadQuery::Thread {
+            thread_id: thread.clone(),
+        };
+        match self.answer(query)? {
+            ReadResult::Thread(record) => Ok(record.as_ref().map(ThreadRecord::at)),
+            _ => Err(Step::Fail(BubbleError::Internal)),
         }
     }
 

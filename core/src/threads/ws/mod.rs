@@ -21,14 +21,16 @@ use crate::ids::{ConnId, ThreadId};
 use crate::io::{CloseReason, Output, WsFrame};
 use crate::outbox::{drop_recipients, Tag};
 use crate::policy::Capability;
-use crate::store::ReadQuery;
-use crate::threads::state::Caller;
+use crate::store::{ReadQuery, Version};
+use crate::threads::state::{Caller, ThreadState};
 use crate::threads::work::{Op, Step};
 use crate::threads::Threads;
 
 pub(crate) mod codec;
 pub(crate) mod conn;
 mod replay;
+
+pub(in crate::threads) use replay::Decided;
 
 use codec::{ClientFrame, FrameError};
 use conn::{Conn, Provisional, Queued, Sub};
@@ -44,6 +46,15 @@ fn send_error(cx: &mut Ctx<'_>, conn: ConnId, scope: Option<&str>, err: &BubbleE
 pub(in crate::threads) fn lost_subscriptions(cx: &mut Ctx<'_>, n: usize) {
     let n = u64::try_from(n).unwrap_or(u64::MAX);
     cx.metrics.thread_subscriptions = cx.metrics.thread_subscriptions.saturating_sub(n);
+}
+
+/// Drops the events of `thread` held for `conn` behind a durability fence:
+/// they were never sent.
+pub(in crate::threads) fn discard_held_events(cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId) {
+    cx.out.discard(|tag, out| match tag {
+        Tag::Event { thread: t, .. } => **t == *thread && drop_recipients(out, |c| c == conn),
+        Tag::Subscription { .. } | Tag::Plain | Tag::Op(_) => false,
+    });
 }
 
 /// A scoped error, then `thread.subscription_closed` with its code.
@@ -282,16 +293,23 @@ impl Threads {
             Err(Step::Need(query)) => return Some(query),
             held => held,
         };
+        let elsewhere = match held {
+            Ok(_) if self.cluster => match self.durable_past_cache(&thread, from_seq) {
+                Err(Step::Need(query)) => return Some(query),
+                elsewhere => elsewhere,
+            },
+            _ => Ok(None),
+        };
         // Decided from here on: a resumed subscription is resumed or ended now.
         let resumed = self
             .sockets
             .conns
             .get_mut(&conn)
             .is_some_and(|c| c.resuming.remove(&thread));
-        let held = match held {
-            Ok(held) => held,
-            Err(Step::Need(_)) => return None,
-            Err(Step::Fail(err)) => {
+        let (held, elsewhere) = match (held, elsewhere) {
+            (Ok(held), Ok(elsewhere)) => (held, elsewhere),
+            (Err(Step::Need(_)), _) | (_, Err(Step::Need(_))) => return None,
+            (Err(Step::Fail(err)), _) | (_, Err(Step::Fail(err))) => {
                 end_subscription(cx, conn, &thread, &err);
                 return None;
             }
@@ -315,7 +333,8 @@ impl Threads {
             fence: cx.out.current_batch(),
             from_seq,
         });
-        let head = self.cache.get(&thread).map_or(0, |t| t.head_seq);
+        let cached = self.cache.get(&thread).map_or(0, ThreadState::known_head);
+        let head = elsewhere.map_or(cached, |durable| durable.head_seq.max(cached));
         if !resumed {
             let frame = codec::opened(&thread, head);
             let tag = Tag::Subscription {
@@ -339,6 +358,23 @@ impl Threads {
         }
         None
     }
+
+    /// In a cluster, a `fromSeq` past this node's head may name events
+    /// another node made durable that this one has not heard of yet, not
+    /// the seed's sentinel "beyond the head": the durable record decides.
+    /// `None`: the cache decides (also while writes of ours are in flight
+    /// on the thread: they settle first, see [`Threads::settled`]).
+    fn durable_past_cache(
+        &self,
+        thread: &ThreadId,
+        from_seq: u64,
+    ) -> Result<Option<Version>, Step> {
+        let head = self.cache.get(thread).map_or(0, ThreadState::known_head);
+        if from_seq <= head.saturating_add(1) || !self.settled(thread) {
+            return Ok(None);
+        }
+        self.durable_now(thread)
+    }
 }
 
 impl Threads {
@@ -359,12 +395,7 @@ impl Threads {
             .and_then(|s| s.provisional)
             .is_some_and(|p| p.fence > cx.out.durable());
         if unseen {
-            cx.out.discard(|tag, out| match tag {
-                Tag::Event { thread: t, .. } => {
-                    **t == *thread && drop_recipients(out, |c| c == conn)
-                }
-                Tag::Subscription { .. } | Tag::Plain | Tag::Op(_) => false,
-            });
+            discard_held_events(cx, conn, thread);
         }
         self.sockets.unsubscribe(conn, thread)
     }

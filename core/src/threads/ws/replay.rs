@@ -16,11 +16,11 @@ use crate::error::BubbleError;
 use crate::ids::{ConnId, ReadId, ThreadId};
 use crate::io::Output;
 use crate::model::StoredEvent;
-use crate::outbox::Tag;
+use crate::outbox::{drop_recipients, Tag};
 use crate::policy::Capability;
 use crate::store::{ReadQuery, ReadResult, StoreError};
 use crate::threads::work::Waiter;
-use crate::threads::ws::{codec, end_subscription, lost_subscriptions};
+use crate::threads::ws::{codec, discard_held_events, end_subscription, lost_subscriptions};
 use crate::threads::Threads;
 
 impl Threads {
@@ -188,19 +188,40 @@ impl Threads {
     /// `thread`'s cached state is dropped: its subscriptions were sent at
     /// most `durable` of what will stand (the rest was held and is dropped
     /// or replayed), so they catch up from there once it is reloaded
-    /// (`None`: it was dropped before, they stay where they are).
+    /// (`None`: it was dropped before, they stay where they are). The
+    /// events still held for them behind a durability fence are withdrawn
+    /// too and sent again after the reload, on the state it reads: a grant
+    /// revoked meanwhile ends the subscription before they go out.
     pub(in crate::threads) fn rewind_subscriptions(
         &mut self,
+        cx: &mut Ctx<'_>,
         thread: &ThreadId,
         durable: Option<u64>,
     ) {
         let Some(subs) = self.sockets.subs_of_thread_mut(thread) else {
             return;
         };
-        for sub in subs.values_mut() {
+        let mut withdrawn: Vec<(ConnId, u64)> = Vec::new();
+        cx.out.discard(|tag, out| match tag {
+            Tag::Event { thread: t, seq } if **t == *thread => drop_recipients(out, |conn| {
+                withdrawn.push((conn, *seq));
+                true
+            }),
+            _ => false,
+        });
+        for (conn, sub) in subs.iter_mut() {
             if let Some(durable) = durable {
-                sub.next = sub.floor.max(sub.next.min(durable + 1));
+                sub.next = sub.next.min(durable + 1);
             }
+            let first_held = withdrawn
+                .iter()
+                .filter(|(c, _)| c == conn)
+                .map(|(_, s)| *s)
+                .min();
+            if let Some(seq) = first_held {
+                sub.next = sub.next.min(seq);
+            }
+            sub.next = sub.floor.max(sub.next);
             sub.live = false;
             sub.read = None;
         }
@@ -209,7 +230,7 @@ impl Threads {
     /// `thread` was (re)loaded: check its subscriptions' access and resume
     /// their replay.
     pub(in crate::threads) fn thread_loaded(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
-        self.recheck_subscriptions(cx, thread);
+        self.recheck_subscriptions(cx, thread, Decided::Elsewhere);
         for conn in self.sockets.subscribers(thread) {
             self.replay(cx, conn);
         }
@@ -218,7 +239,16 @@ impl Threads {
     /// After a grant change on `root` (or its reload): every subscription on
     /// `root` or below whose caller no longer holds `events.subscribe` ends
     /// with a scoped `not_found` error and `thread.subscription_closed`.
-    pub(in crate::threads) fn recheck_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
+    /// A change decided `Here` lets the events decided before it go out
+    /// once durable (the caller could read them); one decided `Elsewhere`
+    /// and learned from the store also drops the events still held for
+    /// those subscriptions (nothing says the caller could read them).
+    pub(in crate::threads) fn recheck_subscriptions(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        root: &ThreadId,
+        decided: Decided,
+    ) {
         let mut affected: Vec<ThreadId> = self
             .sockets
             .followed_threads()
@@ -241,6 +271,9 @@ impl Threads {
                 if held.is_some_and(|h| h.contains(Capability::EventsSubscribe)) {
                     continue;
                 }
+                if decided == Decided::Elsewhere {
+                    discard_held_events(cx, conn, &thread);
+                }
                 self.drop_subscription(cx, conn, &thread);
                 lost_subscriptions(cx, 1);
                 end_subscription(
@@ -252,6 +285,15 @@ impl Threads {
             }
         }
     }
+}
+
+/// Where a grant change that a subscription is checked against was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::threads) enum Decided {
+    /// By an operation of this engine, after the events it decided before.
+    Here,
+    /// By another writer: this engine read it from the store.
+    Elsewhere,
 }
 
 /// Sends one event frame, tagged so that it is dropped if its write is
