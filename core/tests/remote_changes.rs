@@ -347,3 +347,94 @@ fn a_thread_created_elsewhere_is_not_taken_for_absent() {
     b.get("alice", "/v1/threads/never").expect(404);
     b.get("alice", "/v1/threads/never").expect(404);
 }
+
+/// What another node committed and this one was not told of yet is
+/// decided on the store, not on the cached record: a thread's snapshot,
+/// a page from below the cached head, and a grant given there (on the
+/// thread or on its parent) are there at once.
+#[test]
+fn reads_and_refusals_are_decided_on_the_durable_record() {
+    let (mut a, mut b) = clustered_pair();
+    a.create_thread("alice", "t");
+    a.create_subthread("alice", "t-sub", "t");
+    a.append_n("t", 2);
+    assert_eq!(b.thread("t")["headSeq"], 2);
+    b.get("bob", "/v1/threads/t").expect_error(404, "not_found");
+    b.get("bob", "/v1/threads/t-sub")
+        .expect_error(404, "not_found");
+    a.take_broadcasts();
+
+    a.append_n("t", 1);
+    assert_eq!(
+        b.thread("t")["headSeq"],
+        3,
+        "the durable head, not the cached 2"
+    );
+    let page = b.get("alice", "/v1/threads/t/events?fromSeq=2").expect(200);
+    let seqs: Vec<&Value> = page.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(seqs, [2, 3], "{}", page.body);
+    assert_eq!(page.body["nextSeq"], Value::Null);
+
+    a.grant("t", "bob", "reader");
+    let thread = b.get("bob", "/v1/threads/t").expect(200);
+    assert!(thread.body["participants"].is_array(), "{}", thread.body);
+    let inherited = b.get("bob", "/v1/threads/t-sub").expect(200);
+    assert_eq!(inherited.body["parentThreadId"], "t");
+    let on_b = subscribed(&mut b, "bob", "t-sub");
+    let frames = b.frames(on_b);
+    assert_eq!(
+        frames[0]["type"], "thread.subscription_opened",
+        "{frames:?}"
+    );
+    b.append("bob", "t", run_started("bob-1"))
+        .expect_error(403, "forbidden");
+
+    a.grant("t", "bob", "member");
+    let appended = b.append("bob", "t", run_started("bob-2")).expect(201);
+    assert_eq!(appended.body["event"]["seq"], 4, "{}", appended.body);
+    b.get("carol", "/v1/threads/t")
+        .expect_error(404, "not_found");
+    b.get("carol", "/v1/threads/t")
+        .expect_error(404, "not_found");
+}
+
+/// A node told of a revocation on a parent while a write of its own is in
+/// flight there cannot reload the parent yet: the event it holds for a
+/// subthread's subscriber behind a durability fence waits for that reload,
+/// which ends the subscription, so the revoked reader gets none.
+#[test]
+fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
+    let (mut a, mut b) = clustered_pair();
+    a.create_thread("alice", "t");
+    a.create_subthread("alice", "t-sub", "t");
+    a.grant("t", "dave", "reader");
+    let dave = subscribed(&mut b, "dave", "t-sub");
+    let opened = b.frames(dave);
+    assert_eq!(
+        opened[0]["type"], "thread.subscription_opened",
+        "{opened:?}"
+    );
+    a.take_broadcasts();
+
+    b.hold_persistence();
+    b.append_n_async("t", 1);
+    b.append_n_async("t-sub", 1);
+    a.revoke("t", "dave");
+    for message in a.take_broadcasts() {
+        b.remote("a", message);
+    }
+    b.release_persistence();
+
+    let frames = b.frames(dave);
+    assert!(event_seqs(&frames).is_empty(), "{frames:?}");
+    assert_eq!(
+        frames.last().map(|f| f["type"].clone()),
+        Some(Value::from("thread.subscription_closed")),
+        "{frames:?}"
+    );
+}

@@ -542,3 +542,503 @@ fn a_subscription_revoked_before_its_grant_stands_delivers_no_event() {
         ],
     );
 }
+
+/// A node learns of a revocation made elsewhere while a write of its own
+/// is in flight on the thread, so it cannot reload it yet: a backlog event
+/// it read for the revoked reader, held behind the durability fence of an
+/// unrelated write, is withdrawn rather than let out when that write
+/// becomes durable.
+#[test]
+fn a_revocation_learned_while_writes_are_in_flight_holds_back_the_readers_events() {
+    passes(
+        2_920,
+        &[
+            Step::WsOpen {
+                slot: 7,
+                node: 6,
+                who: 3,
+            },
+            Step::Create {
+                node: 6,
+                who: 0,
+                thread: 2,
+            },
+            Step::Settle,
+            Step::WsOpen {
+                slot: 4,
+                node: 4,
+                who: 0,
+            },
+            Step::WsAppend { slot: 4, thread: 2 },
+            Step::Append {
+                node: 6,
+                who: 3,
+                thread: 2,
+                key: 2,
+            },
+            Step::WsAppend { slot: 7, thread: 2 },
+            Step::WsOpen {
+                slot: 0,
+                node: 0,
+                who: 0,
+            },
+            Step::Grant {
+                node: 3,
+                thread: 2,
+                who: 3,
+                role: 3,
+            },
+            Step::WsAppend { slot: 0, thread: 2 },
+            Step::Stall { slot: 7 },
+            Step::Time,
+            Step::Persist {
+                node: 0,
+                count: 3,
+                unavailable: false,
+            },
+            Step::Append {
+                node: 6,
+                who: 0,
+                thread: 2,
+                key: 1,
+            },
+            Step::Grant {
+                node: 1,
+                thread: 2,
+                who: 2,
+                role: 0,
+            },
+            Step::Grant {
+                node: 2,
+                thread: 2,
+                who: 1,
+                role: 1,
+            },
+            Step::WsOpen {
+                slot: 2,
+                node: 1,
+                who: 2,
+            },
+            Step::Time,
+            Step::WsSubscribe {
+                slot: 2,
+                thread: 2,
+                from: 2,
+            },
+            Step::Settle,
+            Step::Create {
+                node: 1,
+                who: 2,
+                thread: 1,
+            },
+            Step::Time,
+            Step::WsOpen {
+                slot: 7,
+                node: 7,
+                who: 1,
+            },
+            Step::Append {
+                node: 7,
+                who: 2,
+                thread: 2,
+                key: 2,
+            },
+            Step::WsSubscribe {
+                slot: 7,
+                thread: 2,
+                from: 5,
+            },
+            Step::Read {
+                node: 4,
+                pick: 0,
+                fail: false,
+            },
+            Step::Read {
+                node: 7,
+                pick: 7,
+                fail: false,
+            },
+            Step::WsAppend { slot: 4, thread: 2 },
+            Step::Grant {
+                node: 0,
+                thread: 2,
+                who: 1,
+                role: 4,
+            },
+        ],
+    );
+}
+
+/// A subscription decided while a write of the node's own was in flight
+/// (so on its cached head, 7, though another node had made #8 durable)
+/// and ended by a local revocation before that write was refused: its
+/// opening goes out with the stale `throughSeq`, then its end, and nothing
+/// between. The simulator accepts such an opening only when it ends
+/// before it delivers anything.
+#[test]
+fn a_subscription_opened_on_writes_that_did_not_stand_ends_before_it_sends_anything() {
+    passes(
+        17_243,
+        &[
+            Step::Create {
+                node: 6,
+                who: 2,
+                thread: 1,
+            },
+            Step::Append {
+                node: 6,
+                who: 0,
+                thread: 1,
+                key: 0,
+            },
+            Step::WsOpen {
+                slot: 6,
+                node: 5,
+                who: 2,
+            },
+            Step::Append {
+                node: 1,
+                who: 2,
+                thread: 1,
+                key: 0,
+            },
+            Step::WsOpen {
+                slot: 1,
+                node: 3,
+                who: 1,
+            },
+            Step::Grant {
+                node: 3,
+                thread: 1,
+                who: 1,
+                role: 3,
+            },
+            Step::Grant {
+                node: 2,
+                thread: 1,
+                who: 3,
+                role: 0,
+            },
+            Step::WsOpen {
+                slot: 5,
+                node: 2,
+                who: 1,
+            },
+            Step::WsAppend { slot: 1, thread: 1 },
+            Step::WsOpen {
+                slot: 0,
+                node: 3,
+                who: 2,
+            },
+            Step::Append {
+                node: 1,
+                who: 0,
+                thread: 1,
+                key: 3,
+            },
+            Step::WsAppend { slot: 0, thread: 1 },
+            Step::Append {
+                node: 3,
+                who: 1,
+                thread: 1,
+                key: 1,
+            },
+            Step::WsAppend { slot: 5, thread: 1 },
+            Step::Settle,
+            Step::WsOpen {
+                slot: 4,
+                node: 0,
+                who: 3,
+            },
+            Step::Grant {
+                node: 3,
+                thread: 1,
+                who: 0,
+                role: 2,
+            },
+            Step::WsAppend { slot: 6, thread: 1 },
+            Step::Read {
+                node: 6,
+                pick: 2,
+                fail: false,
+            },
+            Step::Persist {
+                node: 2,
+                count: 2,
+                unavailable: false,
+            },
+            Step::WsSubscribe {
+                slot: 4,
+                thread: 1,
+                from: 9,
+            },
+            Step::Grant {
+                node: 0,
+                thread: 1,
+                who: 3,
+                role: 4,
+            },
+        ],
+    );
+}
+
+/// A backlog event read for a reader, held behind the fence of the node's
+/// own writes, whose reader unsubscribed before those writes were refused:
+/// the reload that follows (which tells the node of the reader's
+/// revocation elsewhere) withdraws it, though the thread has no
+/// subscription left to send it again to.
+#[test]
+fn an_event_held_for_a_subscription_that_ended_is_withdrawn_by_a_reload() {
+    passes(
+        132_981,
+        &[
+            Step::WsOpen {
+                slot: 4,
+                node: 7,
+                who: 3,
+            },
+            Step::Create {
+                node: 6,
+                who: 0,
+                thread: 1,
+            },
+            Step::Append {
+                node: 3,
+                who: 0,
+                thread: 1,
+                key: 0,
+            },
+            Step::Grant {
+                node: 3,
+                thread: 1,
+                who: 3,
+                role: 2,
+            },
+            Step::Grant {
+                node: 0,
+                thread: 1,
+                who: 2,
+                role: 1,
+            },
+            Step::Grant {
+                node: 2,
+                thread: 1,
+                who: 1,
+                role: 3,
+            },
+            Step::Append {
+                node: 0,
+                who: 2,
+                thread: 1,
+                key: 1,
+            },
+            Step::WsAppend { slot: 4, thread: 1 },
+            Step::Settle,
+            Step::Append {
+                node: 4,
+                who: 2,
+                thread: 1,
+                key: 3,
+            },
+            Step::Read {
+                node: 7,
+                pick: 1,
+                fail: false,
+            },
+            Step::WsOpen {
+                slot: 3,
+                node: 7,
+                who: 1,
+            },
+            Step::History {
+                node: 3,
+                who: 2,
+                thread: 1,
+                from: 11,
+                limit: 4,
+            },
+            Step::WsSubscribe {
+                slot: 3,
+                thread: 1,
+                from: 3,
+            },
+            Step::Read {
+                node: 3,
+                pick: 2,
+                fail: false,
+            },
+            Step::Grant {
+                node: 0,
+                thread: 1,
+                who: 1,
+                role: 4,
+            },
+            Step::Grant {
+                node: 1,
+                thread: 1,
+                who: 3,
+                role: 3,
+            },
+            Step::Grant {
+                node: 7,
+                thread: 1,
+                who: 2,
+                role: 4,
+            },
+            Step::Persist {
+                node: 6,
+                count: 1,
+                unavailable: false,
+            },
+            Step::Read {
+                node: 7,
+                pick: 7,
+                fail: false,
+            },
+            Step::WsUnsubscribe { slot: 3, thread: 1 },
+            Step::Persist {
+                node: 4,
+                count: 1,
+                unavailable: false,
+            },
+        ],
+    );
+}
+
+/// A backlog event held behind the fence of a write on another thread for
+/// a reader who then unsubscribed, and a revocation of that reader
+/// announced before the write is durable: the thread, followed by nobody
+/// now, is forgotten rather than read, and the held event goes with it.
+#[test]
+fn an_event_held_for_an_ended_subscription_is_withdrawn_when_its_thread_is_forgotten() {
+    passes(
+        23_153,
+        &[
+            Step::WsOpen {
+                slot: 7,
+                node: 2,
+                who: 2,
+            },
+            Step::Create {
+                node: 0,
+                who: 0,
+                thread: 1,
+            },
+            Step::WsOpen {
+                slot: 1,
+                node: 2,
+                who: 0,
+            },
+            Step::Read {
+                node: 0,
+                pick: 1,
+                fail: false,
+            },
+            Step::WsAppend { slot: 1, thread: 1 },
+            Step::Persist {
+                node: 6,
+                count: 1,
+                unavailable: false,
+            },
+            Step::Create {
+                node: 7,
+                who: 3,
+                thread: 2,
+            },
+            Step::Grant {
+                node: 7,
+                thread: 2,
+                who: 2,
+                role: 1,
+            },
+            Step::Read {
+                node: 5,
+                pick: 2,
+                fail: false,
+            },
+            Step::Grant {
+                node: 0,
+                thread: 1,
+                who: 2,
+                role: 0,
+            },
+            Step::Persist {
+                node: 5,
+                count: 1,
+                unavailable: false,
+            },
+            Step::Settle,
+            Step::WsOpen {
+                slot: 5,
+                node: 5,
+                who: 2,
+            },
+            Step::Grant {
+                node: 5,
+                thread: 2,
+                who: 1,
+                role: 2,
+            },
+            Step::Append {
+                node: 1,
+                who: 3,
+                thread: 1,
+                key: 0,
+            },
+            Step::WsSubscribe {
+                slot: 1,
+                thread: 1,
+                from: 8,
+            },
+            Step::Read {
+                node: 5,
+                pick: 5,
+                fail: false,
+            },
+            Step::Read {
+                node: 7,
+                pick: 5,
+                fail: false,
+            },
+            Step::Read {
+                node: 5,
+                pick: 4,
+                fail: false,
+            },
+            Step::Grant {
+                node: 4,
+                thread: 1,
+                who: 2,
+                role: 4,
+            },
+            Step::Persist {
+                node: 2,
+                count: 2,
+                unavailable: false,
+            },
+            Step::WsSubscribe {
+                slot: 5,
+                thread: 1,
+                from: 0,
+            },
+            Step::WsAppend { slot: 7, thread: 2 },
+            Step::WsClose { slot: 1 },
+            Step::Read {
+                node: 2,
+                pick: 6,
+                fail: false,
+            },
+            Step::Persist {
+                node: 7,
+                count: 1,
+                unavailable: false,
+            },
+            Step::WsUnsubscribe { slot: 5, thread: 1 },
+            Step::Relay {
+                from: 1,
+                to: 5,
+                drop: false,
+            },
+        ],
+    );
+}

@@ -2,15 +2,15 @@
 //! create the same id at once, a grant revoked on one node ends a
 //! subscription on another, the clients of a killed node resume on
 //! another node with `fromSeq` and lose nothing, and an event or a thread
-//! one node acknowledged is there for a page, a `fromSeq` or a request on
-//! another at once.
+//! one node acknowledged (and a grant it gave) is there for a snapshot, a
+//! page, a `fromSeq` or a request on another at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bubble_tests::threads::{
-    append, append_until, create_thread, error_frame, expect_event, grant, page_all, run_started,
-    subscribe,
+    append, append_until, create_subthread, create_thread, error_frame, expect_event, grant,
+    page_all, run_started, subscribe,
 };
 use bubble_tests::{Deployment, WsClient, ALICE, DAVE, HANG_TIMEOUT, TEST_CONFIG};
 use serde_json::{json, Value};
@@ -201,5 +201,61 @@ async fn a_thread_created_on_one_node_is_there_at_once_on_another() {
         assert_eq!(status, 200, "round {round}: {body}");
         let event = append(&on_b, &thread, &run_started("first")).await;
         assert_eq!(event["seq"], 1, "{event}");
+    }
+}
+
+/// Node B follows a thread, so it answers from its cache, which learns of
+/// node A's commits from the broker. What A just acknowledged is there on
+/// B at once all the same: the thread's `headSeq`, a page from below B's
+/// cached head reaching the new event, and a grant A gave (on the thread,
+/// and inherited by a subthread) honoured by B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_or_a_grant_from_one_node_is_there_at_once_on_another() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    let (on_a, on_b, dave_on_b) = (a.http(ALICE), b.http(ALICE), b.http(DAVE));
+    create_thread(&on_a, "seen").await;
+    let mut follower = b.ws(ALICE).await;
+    subscribe(&mut follower, "seen", Some(1)).await;
+    for round in 0..30 {
+        let seq = append(&on_a, "seen", &run_started(&format!("a-{round}"))).await["seq"]
+            .as_u64()
+            .expect("seq");
+        let (status, thread) = on_b.get("/v1/threads/seen").await;
+        assert_eq!(status, 200, "{thread}");
+        assert_eq!(thread["headSeq"], seq, "round {round}: {thread}");
+        let from = seq.saturating_sub(1).max(1);
+        let (status, page) = on_b
+            .get(&format!("/v1/threads/seen/events?fromSeq={from}"))
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let last = page["events"].as_array().and_then(|e| e.last()).cloned();
+        assert_eq!(
+            last.map(|e| e["seq"].clone()),
+            Some(json!(seq)),
+            "round {round}: {page}"
+        );
+        assert_eq!(page["nextSeq"], Value::Null, "round {round}: {page}");
+
+        let (parent, child) = (format!("granted-{round}"), format!("granted-{round}-sub"));
+        create_thread(&on_a, &parent).await;
+        create_subthread(&on_a, &child, &parent).await;
+        for path in [
+            format!("/v1/threads/{parent}"),
+            format!("/v1/threads/{child}"),
+        ] {
+            let (status, body) = on_b.get(&path).await;
+            assert_eq!(status, 200, "{body}");
+            let (status, body) = dave_on_b.get(&path).await;
+            assert_eq!(status, 404, "no grant yet: {body}");
+        }
+        grant(&on_a, &parent, "dave", "reader").await;
+        for path in [
+            format!("/v1/threads/{parent}"),
+            format!("/v1/threads/{child}"),
+        ] {
+            let (status, body) = dave_on_b.get(&path).await;
+            assert_eq!(status, 200, "round {round}, {path}: {body}");
+        }
     }
 }

@@ -421,6 +421,13 @@ impl World {
                     }
                     kept.insert(thread, sub);
                 }
+                Sub::Doomed {
+                    from,
+                    durable,
+                    through,
+                } => self.fail(format!(
+                    "slot {slot} subscribed to t{thread} from #{from} with #{durable} durable, was opened at throughSeq {through} and never ended"
+                )),
                 Sub::Subscribing { .. } | Sub::Leftover => {
                     if registered.contains_key(&id) {
                         self.fail(format!(

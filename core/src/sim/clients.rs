@@ -35,6 +35,16 @@ pub(crate) enum Sub {
     },
     /// Registered; `next` is the seq the next event must carry.
     Open { next: u64 },
+    /// Opened at a `throughSeq` below a `fromSeq` that named durable
+    /// events (`from` with `durable` durable when sent): only a
+    /// subscription decided on writes that did not stand, and ended before
+    /// they were refused, is opened so, and it must end before it sends
+    /// anything.
+    Doomed {
+        from: u64,
+        durable: u64,
+        through: u64,
+    },
     /// Unsubscribed; frames in flight may still arrive and are ignored.
     Leftover,
 }
@@ -225,14 +235,19 @@ impl World {
                     self.fail(format!("slot {slot} ({state:?}) got an unasked {frame}"));
                     return;
                 };
-                if from <= durable + 1 && through.saturating_add(1) < from {
-                    // fromSeq named durable events: it was no sentinel.
-                    self.fail(format!(
-                        "slot {slot} subscribed to t{thread} from #{from} with #{durable} durable and was opened at throughSeq {through}"
-                    ));
-                }
-                let next = from.min(through.saturating_add(1));
-                self.set_sub(slot, thread, Some(Sub::Open { next }));
+                // A fromSeq that named durable events was no sentinel.
+                let sub = if from <= durable + 1 && through.saturating_add(1) < from {
+                    Sub::Doomed {
+                        from,
+                        durable,
+                        through,
+                    }
+                } else {
+                    Sub::Open {
+                        next: from.min(through.saturating_add(1)),
+                    }
+                };
+                self.set_sub(slot, thread, Some(sub));
                 self.deferred.push(Opened {
                     thread,
                     through,
@@ -252,6 +267,13 @@ impl World {
                         "slot {slot} expected t{thread}#{next} and got #{seq} (a gap, a repeat or disorder)"
                     )),
                     Some(Sub::Leftover | Sub::Subscribing { stale: true, .. }) => {}
+                    Some(Sub::Doomed {
+                        from,
+                        durable,
+                        through,
+                    }) => self.fail(format!(
+                        "slot {slot} subscribed to t{thread} from #{from} with #{durable} durable, was opened at throughSeq {through} and got #{seq}"
+                    )),
                     _ => self.fail(format!(
                         "slot {slot} ({state:?}) got t{thread}#{seq} without a subscription"
                     )),

@@ -159,7 +159,7 @@ impl Simulation {
                     .filter_map(|(t, sub)| {
                         let next = match sub {
                             Sub::Open { next, .. } => Some(*next),
-                            Sub::Subscribing { .. } => None,
+                            Sub::Subscribing { .. } | Sub::Doomed { .. } => None,
                             Sub::Leftover => return None,
                         };
                         Some((thread_id(*t).as_str().to_owned(), next))

@@ -205,9 +205,11 @@ impl Threads {
                     !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
                 if idle && !self.sockets.followed(thread) {
                     // Nobody follows it here: forget it rather than read it;
-                    // its next use loads it again.
+                    // its next use loads it again. Events still held for
+                    // subscriptions that ended are withdrawn.
                     self.cache.remove(thread);
                     self.forget_answers(thread);
+                    self.rewind_subscriptions(cx, thread, None);
                     return;
                 }
                 self.refresh(cx, thread);
@@ -261,6 +263,7 @@ impl Threads {
         if let Some(state) = self.cache.get_mut(thread) {
             if writing || state.in_flight() {
                 state.stale = true;
+                self.hold_subscriptions(cx, thread);
                 return;
             }
         }

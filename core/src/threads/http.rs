@@ -342,29 +342,23 @@ impl Threads {
 
     /// `GET /v1/threads/:threadId/events?fromSeq=&limit=`: durable events
     /// only, read from the store. `nextSeq` is set while the page ends below
-    /// the head (appends not yet durable included). In a cluster, a
-    /// `fromSeq` past what this node knows is durable is decided on the
-    /// store's head (unless writes of ours are in flight on the thread):
-    /// the seq another node just acknowledged is there.
+    /// the head (appends not yet durable included). In a cluster, the page
+    /// is decided on the store's head (unless writes of ours are in flight
+    /// on the thread): the seq another node just acknowledged is there.
     fn history(
         &mut self,
         caller: &Caller,
         id: &ThreadId,
         query: &Query,
     ) -> Result<HttpResponse, Step> {
+        self.confirm(id)?;
         self.require(caller, id, Capability::ThreadRead)?;
         let from = query.start_seq()?;
         let limit = query.limit()?;
-        let (mut head, mut durable) = self
+        let (head, durable) = self
             .cache
             .get(id)
             .map_or((0, 0), |t| (t.head_seq, t.durable().head_seq));
-        if self.cluster && from > durable && self.settled(id) {
-            if let Some(now) = self.durable_now(id)? {
-                durable = durable.max(now.head_seq);
-                head = head.max(durable);
-            }
-        }
         let events = if from > durable {
             Vec::new()
         } else {

@@ -63,9 +63,54 @@ impl Threads {
         id: &ThreadId,
         need: impl Into<Need>,
     ) -> Result<CapabilitySet, Step> {
-        let held = self.held(caller, id)?;
+        let need = need.into();
+        let held = self.held_for(caller, id, |held| permit(caller, id, held, need).is_ok())?;
         permit(caller, id, held, need)?;
         Ok(held)
+    }
+
+    /// What `caller` holds on `id`, as [`Threads::held`] says; in a
+    /// cluster, a holding that is not `enough` is confirmed on the store
+    /// first: a grant another node gave on `id` or an ancestor may not
+    /// have been announced here yet. Only refusals cost a read.
+    pub(super) fn held_for(
+        &mut self,
+        caller: &Caller,
+        id: &ThreadId,
+        enough: impl Fn(CapabilitySet) -> bool,
+    ) -> Result<CapabilitySet, Step> {
+        let held = self.held(caller, id)?;
+        if enough(held) || !self.cluster {
+            return Ok(held);
+        }
+        self.confirm_chain(id)?;
+        self.held(caller, id)
+    }
+
+    /// Reads the record of `id` and of each of its ancestors that is cached
+    /// and settled, once per operation: what the reads find is applied to
+    /// the cache as they complete (a thread that changed is reloaded).
+    fn confirm_chain(&mut self, id: &ThreadId) -> Result<(), Step> {
+        let chain: Vec<ThreadId> = std::iter::once(id)
+            .chain(self.cache.ancestors(id))
+            .cloned()
+            .collect();
+        for thread in &chain {
+            self.confirm(thread)?;
+        }
+        Ok(())
+    }
+
+    /// In a cluster, reads `id`'s record once per operation when it is
+    /// cached and settled, before anything is decided on the cached one:
+    /// another node's commit may not have been announced here yet. What
+    /// the read finds is applied as it completes (a thread that changed is
+    /// reloaded, and the operation runs on the state it reads).
+    pub(super) fn confirm(&mut self, id: &ThreadId) -> Result<(), Step> {
+        if self.cluster && self.settled(id) {
+            self.durable_now(id)?;
+        }
+        Ok(())
     }
 
     fn thread_snapshot(&self, id: &ThreadId) -> Result<BubbleThread, Step> {
@@ -82,7 +127,9 @@ impl Threads {
     }
 
     /// `GET /v1/threads/:threadId`.
+    /// In a cluster, the snapshot is of the record as the store holds it.
     pub(super) fn get(&mut self, caller: &Caller, id: &ThreadId) -> Result<BubbleThread, Step> {
+        self.confirm(id)?;
         self.require(caller, id, Capability::ThreadRead)?;
         self.thread_snapshot(id)
     }
@@ -229,9 +276,9 @@ impl Threads {
         mut event: Map<String, Value>,
         header_key: Option<&str>,
     ) -> Result<Appended, Step> {
-        let held = self.require(caller, id, Capability::ThreadRead)?;
+        self.require(caller, id, Capability::ThreadRead)?;
         let ty = rules::appendable_type(&event)?;
-        permit(caller, id, held, Capability::Append(ty))?;
+        self.require(caller, id, Capability::Append(ty))?;
         let key = rules::take_idempotency_key(&mut event, header_key)?;
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         self.append_checked(cx, id, body, key)
@@ -248,8 +295,7 @@ impl Threads {
         id: &ThreadId,
         event: CheckedEvent,
     ) -> Result<Appended, Step> {
-        let held = self.require(caller, id, Capability::ThreadRead)?;
-        permit(caller, id, held, Capability::Append(event.ty))?;
+        self.require(caller, id, Capability::Append(event.ty))?;
         self.append_checked(cx, id, event.body, event.key)
     }
 

@@ -409,19 +409,11 @@ impl Threads {
         if !self.cluster {
             return Ok(false);
         }
-        let query = ReadQuery::Thread {
-            thread_id: id.clone(),
+        let Some(record) = self.durable_record(id)?.cloned() else {
+            return Ok(false);
         };
-        match self.answers.get(&query) {
-            None => Err(Step::Need(query)),
-            Some(Ok(ReadResult::Thread(None))) => Ok(false),
-            Some(Ok(ReadResult::Thread(Some(record)))) => {
-                self.cache.put(id.clone(), Slot::read(Some(record)));
-                Ok(true)
-            }
-            Some(Err(e)) => Err(Step::Fail(e.to_bubble_error())),
-            Some(Ok(_)) => Err(Step::Fail(BubbleError::Internal)),
-        }
+        self.cache.put(id.clone(), Slot::read(Some(&record)));
+        Ok(true)
     }
 
     /// The answer to `query`, or `Need` it.
@@ -450,11 +442,17 @@ impl Threads {
     /// (`None`: it does not exist), read once per operation: what another
     /// node of a cluster committed and this one was not told of yet.
     pub(super) fn durable_now(&self, thread: &ThreadId) -> Result<Option<Version>, Step> {
+        Ok(self.durable_record(thread)?.map(ThreadRecord::at))
+    }
+
+    /// `thread`'s record as the operation's own read of the store found
+    /// it (`None`: it does not exist); `Need` that read otherwise.
+    fn durable_record(&self, thread: &ThreadId) -> Result<Option<&ThreadRecord>, Step> {
         let query = ReadQuery::Thread {
             thread_id: thread.clone(),
         };
         match self.answer(query)? {
-            ReadResult::Thread(record) => Ok(record.as_ref().map(ThreadRecord::at)),
+            ReadResult::Thread(record) => Ok(record.as_ref()),
             _ => Err(Step::Fail(BubbleError::Internal)),
         }
     }

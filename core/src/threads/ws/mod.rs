@@ -20,7 +20,7 @@ use crate::error::BubbleError;
 use crate::ids::{ConnId, ThreadId};
 use crate::io::{CloseReason, Output, WsFrame};
 use crate::outbox::{drop_recipients, Tag};
-use crate::policy::Capability;
+use crate::policy::{Capability, CapabilitySet};
 use crate::store::{ReadQuery, Version};
 use crate::threads::state::{Caller, ThreadState};
 use crate::threads::work::{Op, Step};
@@ -289,7 +289,8 @@ impl Threads {
             send_error(cx, conn, Some(thread.as_str()), &err);
             return None;
         }
-        let held = match self.held(caller, &thread) {
+        let subscribable = |held: CapabilitySet| held.contains(Capability::EventsSubscribe);
+        let held = match self.held_for(caller, &thread, subscribable) {
             Err(Step::Need(query)) => return Some(query),
             held => held,
         };

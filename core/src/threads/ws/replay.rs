@@ -57,10 +57,19 @@ impl Threads {
     }
 
     fn step(&mut self, cx: &mut Ctx<'_>, conn: ConnId, thread: &ThreadId) {
-        // A thread being reloaded resumes its subscriptions once loaded.
+        // A thread being reloaded resumes its subscriptions once loaded, and
+        // so does one that waits for a reload, or whose ancestor does.
         let Some(state) = self.cache.get(thread) else {
             return;
         };
+        if state.stale
+            || self
+                .cache
+                .ancestors(thread)
+                .any(|a| self.cache.get(a).is_some_and(|s| s.stale))
+        {
+            return;
+        }
         let durable = state.durable().head_seq;
         let Some(sub) = self.sockets.sub_mut(conn, thread) else {
             return;
@@ -191,16 +200,14 @@ impl Threads {
     /// (`None`: it was dropped before, they stay where they are). The
     /// events still held for them behind a durability fence are withdrawn
     /// too and sent again after the reload, on the state it reads: a grant
-    /// revoked meanwhile ends the subscription before they go out.
+    /// revoked meanwhile ends the subscription before they go out. Those
+    /// held for a subscription that has ended are withdrawn for good.
     pub(in crate::threads) fn rewind_subscriptions(
         &mut self,
         cx: &mut Ctx<'_>,
         thread: &ThreadId,
         durable: Option<u64>,
     ) {
-        let Some(subs) = self.sockets.subs_of_thread_mut(thread) else {
-            return;
-        };
         let mut withdrawn: Vec<(ConnId, u64)> = Vec::new();
         cx.out.discard(|tag, out| match tag {
             Tag::Event { thread: t, seq } if **t == *thread => drop_recipients(out, |conn| {
@@ -209,6 +216,10 @@ impl Threads {
             }),
             _ => false,
         });
+        // Those withdrawn from a subscription ended since are not sent again.
+        let Some(subs) = self.sockets.subs_of_thread_mut(thread) else {
+            return;
+        };
         for (conn, sub) in subs.iter_mut() {
             if let Some(durable) = durable {
                 sub.next = sub.next.min(durable + 1);
@@ -227,13 +238,48 @@ impl Threads {
         }
     }
 
-    /// `thread` was (re)loaded: check its subscriptions' access and resume
-    /// their replay.
+    /// `thread` changed elsewhere and cannot be reloaded yet (writes of
+    /// ours are in flight on it): what the store holds now may end
+    /// subscriptions on it or below it, so they wait for the reload. The
+    /// events held for them behind a durability fence are withdrawn (and
+    /// those held on `root` for subscriptions that ended), and they catch
+    /// up from the first of them once the reload has decided on the state
+    /// it reads.
+    pub(in crate::threads) fn hold_subscriptions(&mut self, cx: &mut Ctx<'_>, root: &ThreadId) {
+        self.rewind_subscriptions(cx, root, None);
+        for thread in self.followed_under(root).iter().filter(|t| *t != root) {
+            self.rewind_subscriptions(cx, thread, None);
+        }
+    }
+
+    /// `thread` was (re)loaded: check the access of its subscriptions and
+    /// of those below it, and resume their replay.
     pub(in crate::threads) fn thread_loaded(&mut self, cx: &mut Ctx<'_>, thread: &ThreadId) {
         self.recheck_subscriptions(cx, thread, Decided::Elsewhere);
-        for conn in self.sockets.subscribers(thread) {
+        let mut conns: Vec<ConnId> = self
+            .followed_under(thread)
+            .iter()
+            .flat_map(|t| self.sockets.subscribers(t))
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        for conn in conns {
             self.replay(cx, conn);
         }
+    }
+
+    /// The threads followed here that are `root` or below it: the root
+    /// first, then the rest by id (the same outputs for the same inputs,
+    /// whatever the hash map's order).
+    fn followed_under(&self, root: &ThreadId) -> Vec<ThreadId> {
+        let mut threads: Vec<ThreadId> = self
+            .sockets
+            .followed_threads()
+            .filter(|t| *t == root || self.cache.ancestors(t).any(|a| a == root))
+            .cloned()
+            .collect();
+        threads.sort_by(|a, b| (a != root, a).cmp(&(b != root, b)));
+        threads
     }
 
     /// After a grant change on `root` (or its reload): every subscription on
@@ -249,16 +295,7 @@ impl Threads {
         root: &ThreadId,
         decided: Decided,
     ) {
-        let mut affected: Vec<ThreadId> = self
-            .sockets
-            .followed_threads()
-            .filter(|t| *t == root || self.cache.ancestors(t).any(|a| a == root))
-            .cloned()
-            .collect();
-        // The root first, then the rest by id: the same outputs for the
-        // same inputs, whatever the hash map's order.
-        affected.sort_by(|a, b| (a != root, a).cmp(&(b != root, b)));
-        for thread in affected {
+        for thread in self.followed_under(root) {
             for conn in self.sockets.subscribers(&thread) {
                 let Some(caller) = self.sockets.conns.get(&conn).and_then(|c| c.caller.clone())
                 else {
