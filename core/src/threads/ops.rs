@@ -267,7 +267,9 @@ impl Threads {
 
     /// Appends a client event (HTTP or `thread.append`). `header_key` is the
     /// `Idempotency-Key` header; an `idempotencyKey` field of the event is
-    /// the same key and is not stored.
+    /// the same key and is not stored. What the caller holds is derived
+    /// once and checked for `thread.read` first (a caller who cannot read
+    /// learns nothing of the body), then for the event's type.
     pub(super) fn append(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -276,9 +278,17 @@ impl Threads {
         mut event: Map<String, Value>,
         header_key: Option<&str>,
     ) -> Result<Appended, Step> {
-        self.require(caller, id, Capability::ThreadRead)?;
-        let ty = rules::appendable_type(&event)?;
-        self.require(caller, id, Capability::Append(ty))?;
+        let ty = rules::appendable_type(&event);
+        let may_append = |held| {
+            permit(caller, id, held, Capability::ThreadRead).is_ok()
+                && ty.as_ref().map_or(true, |ty| {
+                    permit(caller, id, held, Capability::Append(*ty)).is_ok()
+                })
+        };
+        let held = self.held_for(caller, id, may_append)?;
+        permit(caller, id, held, Capability::ThreadRead)?;
+        let ty = ty?;
+        permit(caller, id, held, Capability::Append(ty))?;
         let key = rules::take_idempotency_key(&mut event, header_key)?;
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         self.append_checked(cx, id, body, key)
