@@ -34,7 +34,11 @@ export interface FoldedMessages {
 
 /**
  * An error the server reported (`not_found`, `forbidden`, …; `unavailable`
- * for an answer that is not the server's JSON), `client_closed` or `unsubscribed`.
+ * for an answer that is not the server's JSON), `client_closed` or
+ * `unsubscribed`; thrown by `subscribe` and `append` as `client_closed`
+ * once the client is closed, and by `subscribe` as `already_subscribed`
+ * (one subscription per thread, as on the wire) or `invalid_request`
+ * (`fromSeq` below 1).
  */
 export class BubbleError extends Error {
   readonly code: string;

@@ -262,8 +262,16 @@ describe('the JavaScript client against the native server on SQLite', () => {
     const { connection: again } = await client();
     const kept = again.thread('early-1').subscribe();
     assert.equal(await kept.caughtUp, 3);
+    // Misuse is refused by code; the connection goes on.
+    const refused = (code) => (e) => e instanceof BubbleError && e.code === code;
+    assert.throws(() => again.thread('early-1').subscribe(), refused('already_subscribed'));
+    assert.throws(() => again.thread('early-2').subscribe({ fromSeq: 0 }), refused('invalid_request'));
+    const later = again.thread('early-1').append(runStarted('e-4'));
+    assert.equal((await later).seq, 4);
     again.close();
     assert.equal(await kept.caughtUp, 3);
+    assert.throws(() => again.thread('early-1').subscribe(), refused('client_closed'));
+    await assert.rejects(again.thread('early-1').append(runStarted('e-5')), refused('client_closed'));
   });
 
   /** Subscribes and appends with `connect` given no WebSocket, across a cut: every event once, in order. */

@@ -9,6 +9,19 @@
 
 const MASK = (1n << 64n) - 1n;
 
+/**
+ * An error by code: the server's (`not_found`, `forbidden`, …) or the
+ * client's own (`client_closed`, `already_subscribed`, `invalid_request`,
+ * `unsubscribed`, `unavailable`).
+ */
+export class BubbleError extends Error {
+  constructor(code, message) {
+    super(message || code);
+    this.name = 'BubbleError';
+    this.code = code;
+  }
+}
+
 /** SplitMix64, the same generator as the core's. */
 export class SplitMix64 {
   /** @param {bigint} seed */
@@ -86,7 +99,7 @@ export class ClientCore {
   handle(now, input) {
     this.now = Math.max(this.now, now);
     if (this.link.kind === 'closed') {
-      if (['subscribe', 'append', 'unsubscribe'].includes(input.type)) throw new Error('the client is closed');
+      if (['subscribe', 'append', 'unsubscribe'].includes(input.type)) throw new BubbleError('client_closed', 'the client is closed');
       return;
     }
     switch (input.type) {
@@ -116,8 +129,8 @@ export class ClientCore {
   }
 
   subscribe(thread, fromSeq) {
-    if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new Error('fromSeq must be at least 1');
-    if (this.threads.has(thread)) throw new Error(`already subscribed to ${thread}`);
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new BubbleError('invalid_request', 'fromSeq must be at least 1');
+    if (this.threads.has(thread)) throw new BubbleError('already_subscribed', `already subscribed to ${thread}`);
     const sub = { nextSeq: fromSeq, fromApplication: true, phase: { kind: 'idle' }, failures: 0 };
     if (this.link.kind === 'open') {
       sub.phase = { kind: 'pending' };

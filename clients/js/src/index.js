@@ -2,16 +2,9 @@
 // It owns the WebSocket, the timers and fetch; every decision (positions,
 // dedupe, backoff, retries, idempotency keys) is the core's.
 
-import { ClientCore } from './core.js';
+import { BubbleError, ClientCore } from './core.js';
 
-/** An error the server (or the client, `client_closed`) reported, by code. */
-export class BubbleError extends Error {
-  constructor(code, message) {
-    super(message || code);
-    this.name = 'BubbleError';
-    this.code = code;
-  }
-}
+export { BubbleError };
 
 function randomSeed() {
   const words = new Uint32Array(2);
