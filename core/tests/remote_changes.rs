@@ -120,6 +120,32 @@ fn a_grant_revoked_elsewhere_ends_local_subscriptions() {
     }
 }
 
+/// A subthread's subscription rests on grants of its parent: a revocation
+/// on a parent nobody follows here still ends it (the parent is read
+/// again, not forgotten), and the revoked reader gets nothing appended
+/// after it.
+#[test]
+fn a_revocation_elsewhere_on_an_unfollowed_parent_ends_subthread_subscriptions() {
+    let (mut a, mut b) = pair();
+    a.create_thread("alice", "t");
+    a.create_subthread("alice", "t.child", "t");
+    a.grant("t", "bob", "reader");
+    a.take_committed();
+    let on_child = subscribed(&mut b, "bob", "t.child");
+    b.frames(on_child);
+    a.revoke("t", "bob");
+    gossip(&mut a, &mut b, |_, _| true);
+    let frames = b.frames(on_child);
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(frames[0]["type"], "error");
+    assert_eq!(frames[0]["threadId"], "t.child");
+    assert_eq!(frames[0]["code"], "not_found");
+    assert_eq!(frames[1]["type"], "thread.subscription_closed");
+    a.append_n("t.child", 2);
+    gossip(&mut a, &mut b, |_, _| true);
+    assert!(b.frames(on_child).is_empty());
+}
+
 #[test]
 fn completions_after_close_or_unsubscribe_are_ignored() {
     let (mut a, mut b) = pair();

@@ -1,6 +1,7 @@
 //! Threads across the nodes of a cluster: one creation when two nodes
 //! create the same id at once, a grant revoked on one node ends a
-//! subscription on another, the clients of a killed node resume on
+//! subscription on another (to the thread, or to a subthread that
+//! inherits the grant), the clients of a killed node resume on
 //! another node with `fromSeq` and lose nothing, and an event or a thread
 //! one node acknowledged (and a grant it gave) is there for a snapshot, a
 //! page, a `fromSeq` or a request on another at once.
@@ -50,6 +51,28 @@ async fn a_grant_revoked_on_one_node_ends_a_subscription_on_another() {
     assert_eq!(
         dave.recv_json().await,
         json!({"type": "thread.subscription_closed", "threadId": "shared", "reason": "not_found"})
+    );
+}
+
+/// A subthread's subscription rests on its parent's grants: a grant
+/// revoked on the parent on one node ends a subscription to the subthread
+/// on another node, where nobody follows the parent itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_revoked_on_a_parent_on_one_node_ends_a_subthread_subscription_on_another() {
+    let mut deployment = Deployment::new();
+    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
+    let alice = a.http(ALICE);
+    create_thread(&alice, "family").await;
+    create_subthread(&alice, "family-sub", "family").await;
+    grant(&alice, "family", "dave", "reader").await;
+    let mut dave = b.ws(DAVE).await;
+    subscribe(&mut dave, "family-sub", None).await;
+    let (status, body) = alice.delete("/v1/threads/family/grants/dave").await;
+    assert_eq!(status, 204, "{body}");
+    error_frame(&dave.recv_json().await, "not_found", Some("family-sub"));
+    assert_eq!(
+        dave.recv_json().await,
+        json!({"type": "thread.subscription_closed", "threadId": "family-sub", "reason": "not_found"})
     );
 }
 

@@ -203,10 +203,12 @@ impl Threads {
                 state.announced_head = state.announced_head.max(head_seq);
                 let idle =
                     !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
-                if idle && !self.sockets.followed(thread) {
-                    // Nobody follows it here: forget it rather than read it;
-                    // its next use loads it again. Events still held for
-                    // subscriptions that ended are withdrawn.
+                if idle && !self.followed_at_or_below(thread) {
+                    // Nobody follows it or a thread below it here (whose
+                    // access may rest on its grants): forget it rather
+                    // than read it; its next use loads it again. Events
+                    // still held for subscriptions that ended are
+                    // withdrawn.
                     self.cache.remove(thread);
                     self.forget_answers(thread);
                     self.rewind_subscriptions(cx, thread, None);
