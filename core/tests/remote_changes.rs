@@ -464,3 +464,31 @@ fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
         "{frames:?}"
     );
 }
+
+/// An event held behind a durability fence for a subthread subscription
+/// that has ended is withdrawn when a change to the parent is learned from
+/// elsewhere, as one held on the parent is: nothing says its reader could
+/// still read it.
+#[test]
+fn a_revocation_above_withdraws_events_held_for_ended_subthread_subscriptions() {
+    let (mut a, mut b) = clustered_pair();
+    a.create_thread("alice", "t");
+    a.create_subthread("alice", "t-sub", "t");
+    a.grant("t", "dave", "reader");
+    let dave = subscribed(&mut b, "dave", "t-sub");
+    b.frames(dave);
+    a.take_broadcasts();
+
+    b.hold_persistence();
+    b.append_n_async("t", 1);
+    b.append_n_async("t-sub", 1);
+    b.unsubscribe(dave, "t-sub");
+    a.revoke("t", "dave");
+    for message in a.take_broadcasts() {
+        b.remote("a", message);
+    }
+    b.release_persistence();
+
+    let frames = b.frames(dave);
+    assert!(event_seqs(&frames).is_empty(), "{frames:?}");
+}

@@ -177,6 +177,11 @@ impl Sockets {
         conns
     }
 
+    /// Whether any connection here follows `thread`.
+    pub(crate) fn followed(&self, thread: &ThreadId) -> bool {
+        self.subscribers.contains_key(thread)
+    }
+
     /// Every thread some connection here follows.
     pub(crate) fn followed_threads(&self) -> impl Iterator<Item = &ThreadId> {
         self.subscribers.keys()

@@ -201,7 +201,9 @@ impl Threads {
     /// events still held for them behind a durability fence are withdrawn
     /// too and sent again after the reload, on the state it reads: a grant
     /// revoked meanwhile ends the subscription before they go out. Those
-    /// held for a subscription that has ended are withdrawn for good.
+    /// held for a subscription that has ended are withdrawn for good, on
+    /// `thread` and on the threads below it that nobody here follows any
+    /// more (their readers' access rested on its grants too).
     pub(in crate::threads) fn rewind_subscriptions(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -209,11 +211,15 @@ impl Threads {
         durable: Option<u64>,
     ) {
         let mut withdrawn: Vec<(ConnId, u64)> = Vec::new();
+        let unfollowed_below = |t: &ThreadId| {
+            !self.sockets.followed(t) && self.cache.ancestors(t).any(|a| a == thread)
+        };
         cx.out.discard(|tag, out| match tag {
             Tag::Event { thread: t, seq } if **t == *thread => drop_recipients(out, |conn| {
                 withdrawn.push((conn, *seq));
                 true
             }),
+            Tag::Event { thread: t, .. } => unfollowed_below(t),
             _ => false,
         });
         // Those withdrawn from a subscription ended since are not sent again.
