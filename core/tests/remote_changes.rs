@@ -96,27 +96,41 @@ fn remote_appends_reach_local_subscribers_once_in_order() {
     );
 }
 
-#[test]
-fn a_grant_revoked_elsewhere_ends_local_subscriptions() {
+/// Bob, a reader of `t` and so of its subthread `t.child`, subscribes on
+/// `b` to each of `threads`; `a` then revokes his grant and `b` is told.
+fn revoked_while_following(threads: &[&str]) -> (Harness, Harness, Vec<ConnId>) {
     let (mut a, mut b) = pair();
     a.create_thread("alice", "t");
     a.create_subthread("alice", "t.child", "t");
     a.grant("t", "bob", "reader");
     a.take_committed();
-    let on_t = subscribed(&mut b, "bob", "t");
-    let on_child = subscribed(&mut b, "bob", "t.child");
-    b.frames(on_t);
-    b.frames(on_child);
+    let conns: Vec<ConnId> = threads
+        .iter()
+        .map(|thread| subscribed(&mut b, "bob", thread))
+        .collect();
+    for conn in &conns {
+        b.frames(*conn);
+    }
     a.revoke("t", "bob");
     gossip(&mut a, &mut b, |_, _| true);
-    for (conn, thread) in [(on_t, "t"), (on_child, "t.child")] {
-        let frames = b.frames(conn);
-        assert_eq!(frames.len(), 2, "{frames:?}");
-        assert_eq!(frames[0]["type"], "error");
-        assert_eq!(frames[0]["threadId"], thread);
-        assert_eq!(frames[0]["code"], "not_found");
-        assert_eq!(frames[1]["type"], "thread.subscription_closed");
-        assert_eq!(frames[1]["reason"], "not_found");
+    (a, b, conns)
+}
+
+/// `frames` are a `not_found` error scoped to `thread`, then its close.
+fn ended_not_found(frames: &[Value], thread: &str) {
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(frames[0]["type"], "error");
+    assert_eq!(frames[0]["threadId"], thread);
+    assert_eq!(frames[0]["code"], "not_found");
+    assert_eq!(frames[1]["type"], "thread.subscription_closed");
+    assert_eq!(frames[1]["reason"], "not_found");
+}
+
+#[test]
+fn a_grant_revoked_elsewhere_ends_local_subscriptions() {
+    let (_, mut b, conns) = revoked_while_following(&["t", "t.child"]);
+    for (conn, thread) in conns.into_iter().zip(["t", "t.child"]) {
+        ended_not_found(&b.frames(conn), thread);
     }
 }
 
@@ -126,21 +140,9 @@ fn a_grant_revoked_elsewhere_ends_local_subscriptions() {
 /// after it.
 #[test]
 fn a_revocation_elsewhere_on_an_unfollowed_parent_ends_subthread_subscriptions() {
-    let (mut a, mut b) = pair();
-    a.create_thread("alice", "t");
-    a.create_subthread("alice", "t.child", "t");
-    a.grant("t", "bob", "reader");
-    a.take_committed();
-    let on_child = subscribed(&mut b, "bob", "t.child");
-    b.frames(on_child);
-    a.revoke("t", "bob");
-    gossip(&mut a, &mut b, |_, _| true);
-    let frames = b.frames(on_child);
-    assert_eq!(frames.len(), 2, "{frames:?}");
-    assert_eq!(frames[0]["type"], "error");
-    assert_eq!(frames[0]["threadId"], "t.child");
-    assert_eq!(frames[0]["code"], "not_found");
-    assert_eq!(frames[1]["type"], "thread.subscription_closed");
+    let (mut a, mut b, conns) = revoked_while_following(&["t.child"]);
+    let on_child = conns[0];
+    ended_not_found(&b.frames(on_child), "t.child");
     a.append_n("t.child", 2);
     gossip(&mut a, &mut b, |_, _| true);
     assert!(b.frames(on_child).is_empty());
