@@ -431,12 +431,11 @@ fn reads_and_refusals_are_decided_on_the_durable_record() {
         .expect_error(404, "not_found");
 }
 
-/// A node told of a revocation on a parent while a write of its own is in
-/// flight there cannot reload the parent yet: the event it holds for a
-/// subthread's subscriber behind a durability fence waits for that reload,
-/// which ends the subscription, so the revoked reader gets none.
-#[test]
-fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
+/// Dave, a reader of `t`, follows its subthread `t-sub` on `b`; `b` has
+/// an append of its own in flight on each when `a` revokes his grant and
+/// `b` is told (dave having unsubscribed first where `unsubscribed`).
+/// Returns the frames dave got once `b`'s writes are durable.
+fn revoked_above_writes_in_flight(unsubscribed: bool) -> Vec<Value> {
     let (mut a, mut b) = clustered_pair();
     a.create_thread("alice", "t");
     a.create_subthread("alice", "t-sub", "t");
@@ -452,13 +451,24 @@ fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
     b.hold_persistence();
     b.append_n_async("t", 1);
     b.append_n_async("t-sub", 1);
+    if unsubscribed {
+        b.unsubscribe(dave, "t-sub");
+    }
     a.revoke("t", "dave");
     for message in a.take_broadcasts() {
         b.remote("a", message);
     }
     b.release_persistence();
+    b.frames(dave)
+}
 
-    let frames = b.frames(dave);
+/// A node told of a revocation on a parent while a write of its own is in
+/// flight there cannot reload the parent yet: the event it holds for a
+/// subthread's subscriber behind a durability fence waits for that reload,
+/// which ends the subscription, so the revoked reader gets none.
+#[test]
+fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
+    let frames = revoked_above_writes_in_flight(false);
     assert!(event_seqs(&frames).is_empty(), "{frames:?}");
     assert_eq!(
         frames.last().map(|f| f["type"].clone()),
@@ -473,24 +483,6 @@ fn a_revocation_above_a_thread_with_writes_in_flight_holds_back_events_below() {
 /// still read it.
 #[test]
 fn a_revocation_above_withdraws_events_held_for_ended_subthread_subscriptions() {
-    let (mut a, mut b) = clustered_pair();
-    a.create_thread("alice", "t");
-    a.create_subthread("alice", "t-sub", "t");
-    a.grant("t", "dave", "reader");
-    let dave = subscribed(&mut b, "dave", "t-sub");
-    b.frames(dave);
-    a.take_broadcasts();
-
-    b.hold_persistence();
-    b.append_n_async("t", 1);
-    b.append_n_async("t-sub", 1);
-    b.unsubscribe(dave, "t-sub");
-    a.revoke("t", "dave");
-    for message in a.take_broadcasts() {
-        b.remote("a", message);
-    }
-    b.release_persistence();
-
-    let frames = b.frames(dave);
+    let frames = revoked_above_writes_in_flight(true);
     assert!(event_seqs(&frames).is_empty(), "{frames:?}");
 }

@@ -36,22 +36,33 @@ async fn a_thread_created_on_two_nodes_at_once_is_created_once() {
     assert_eq!(count, ["20"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_grant_revoked_on_one_node_ends_a_subscription_on_another() {
+/// Dave reads `granted` (a thread) through a grant alice gives on node A,
+/// and follows `followed` (`granted` or a subthread of it) on node B;
+/// alice revokes the grant on A. The subscription on B ends.
+async fn revoked_on_a_ends_on_b(granted: &str, followed: &str) {
     let mut deployment = Deployment::new();
     let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
     let alice = a.http(ALICE);
-    create_thread(&alice, "shared").await;
-    grant(&alice, "shared", "dave", "reader").await;
+    create_thread(&alice, granted).await;
+    if followed != granted {
+        create_subthread(&alice, followed, granted).await;
+    }
+    grant(&alice, granted, "dave", "reader").await;
     let mut dave = b.ws(DAVE).await;
-    subscribe(&mut dave, "shared", None).await;
-    let (status, body) = alice.delete("/v1/threads/shared/grants/dave").await;
+    subscribe(&mut dave, followed, None).await;
+    let path = format!("/v1/threads/{granted}/grants/dave");
+    let (status, body) = alice.delete(&path).await;
     assert_eq!(status, 204, "{body}");
-    error_frame(&dave.recv_json().await, "not_found", Some("shared"));
+    error_frame(&dave.recv_json().await, "not_found", Some(followed));
     assert_eq!(
         dave.recv_json().await,
-        json!({"type": "thread.subscription_closed", "threadId": "shared", "reason": "not_found"})
+        json!({"type": "thread.subscription_closed", "threadId": followed, "reason": "not_found"})
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_revoked_on_one_node_ends_a_subscription_on_another() {
+    revoked_on_a_ends_on_b("shared", "shared").await;
 }
 
 /// A subthread's subscription rests on its parent's grants: a grant
@@ -59,21 +70,7 @@ async fn a_grant_revoked_on_one_node_ends_a_subscription_on_another() {
 /// on another node, where nobody follows the parent itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_revoked_on_a_parent_on_one_node_ends_a_subthread_subscription_on_another() {
-    let mut deployment = Deployment::new();
-    let (a, b) = (deployment.node(TEST_CONFIG), deployment.node(TEST_CONFIG));
-    let alice = a.http(ALICE);
-    create_thread(&alice, "family").await;
-    create_subthread(&alice, "family-sub", "family").await;
-    grant(&alice, "family", "dave", "reader").await;
-    let mut dave = b.ws(DAVE).await;
-    subscribe(&mut dave, "family-sub", None).await;
-    let (status, body) = alice.delete("/v1/threads/family/grants/dave").await;
-    assert_eq!(status, 204, "{body}");
-    error_frame(&dave.recv_json().await, "not_found", Some("family-sub"));
-    assert_eq!(
-        dave.recv_json().await,
-        json!({"type": "thread.subscription_closed", "threadId": "family-sub", "reason": "not_found"})
-    );
+    revoked_on_a_ends_on_b("family", "family-sub").await;
 }
 
 /// Reads events of `thread` until the socket ends; returns their seqs.
