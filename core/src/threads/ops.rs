@@ -279,16 +279,13 @@ impl Threads {
         header_key: Option<&str>,
     ) -> Result<Appended, Step> {
         let ty = rules::appendable_type(&event);
-        let may_append = |held| {
-            permit(caller, id, held, Capability::ThreadRead).is_ok()
-                && ty.as_ref().map_or(true, |ty| {
-                    permit(caller, id, held, Capability::Append(*ty)).is_ok()
-                })
-        };
-        let held = self.held_for(caller, id, may_append)?;
-        permit(caller, id, held, Capability::ThreadRead)?;
+        // Every need includes `thread.read`: a caller who cannot read the
+        // thread learns nothing of the body, not even that its type is bad.
+        let need = ty
+            .as_ref()
+            .map_or(Capability::ThreadRead, |ty| Capability::Append(*ty));
+        self.require(caller, id, need)?;
         let ty = ty?;
-        permit(caller, id, held, Capability::Append(ty))?;
         let key = rules::take_idempotency_key(&mut event, header_key)?;
         let body = rules::event_body(ty, event, &caller.principal, cx.limits.max_event_bytes)?;
         self.append_checked(cx, id, body, key)
