@@ -203,7 +203,7 @@ impl Threads {
                 state.announced_head = state.announced_head.max(head_seq);
                 let idle =
                     !state.in_flight() && !self.building.iter().any(|g| &g.thread_id == thread);
-                if idle && !self.followed_at_or_below(thread) {
+                if idle && !self.sockets.followed_at_or_below(thread) {
                     // Nobody follows it or a thread below it here (whose
                     // access may rest on its grants): forget it rather
                     // than read it; its next use loads it again. Events

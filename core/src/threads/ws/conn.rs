@@ -130,25 +130,47 @@ pub(crate) type ThreadSubs = IndexMap<ConnId, Sub, foldhash::fast::FixedState>;
 /// A subscription's state is kept under its thread, by connection, so a
 /// fan-out walks one array; each connection lists the threads it follows.
 /// The two agree: `conn` lists `thread` exactly when `thread`'s map holds
-/// `conn`.
+/// `conn`. Each followed thread also keeps the threads above it, and each
+/// of those how many followed threads it has below it, so whether a
+/// change to a thread reaches any subscription here is answered without
+/// walking every followed thread.
 #[derive(Debug, Default)]
 pub(crate) struct Sockets {
     /// Looked up for every client frame, so hashed with a fast fixed
     /// hasher: connection ids are the host's, never a client's.
     pub(crate) conns: HashMap<ConnId, Conn, foldhash::fast::FixedState>,
     subscribers: HashMap<ThreadId, ThreadSubs>,
+    /// Per followed thread, the threads above it, its parent first: read
+    /// off the cache when it was first followed (a subscription starts on
+    /// a fully cached chain, and a thread's parent never changes).
+    lineage: HashMap<ThreadId, Vec<ThreadId>>,
+    /// Per thread, how many followed threads are below it.
+    followed_below: HashMap<ThreadId, usize>,
 }
 
 impl Sockets {
-    /// Registers a subscription.
-    pub(crate) fn subscribe(&mut self, conn: ConnId, thread: &ThreadId, sub: Sub) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.subs.insert(thread.clone());
-            self.subscribers
-                .entry(thread.clone())
-                .or_default()
-                .insert(conn, sub);
+    /// Registers a subscription; `lineage` gives the threads above
+    /// `thread`, its parent first, if nobody here followed it yet.
+    pub(crate) fn subscribe(
+        &mut self,
+        conn: ConnId,
+        thread: &ThreadId,
+        sub: Sub,
+        lineage: impl FnOnce() -> Vec<ThreadId>,
+    ) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.subs.insert(thread.clone());
+        let subs = self.subscribers.entry(thread.clone()).or_default();
+        if subs.is_empty() {
+            let above = lineage();
+            for ancestor in &above {
+                *self.followed_below.entry(ancestor.clone()).or_default() += 1;
+            }
+            self.lineage.insert(thread.clone(), above);
         }
+        subs.insert(conn, sub);
     }
 
     /// The subscription of `conn` to `thread`.
@@ -187,6 +209,16 @@ impl Sockets {
         self.subscribers.keys()
     }
 
+    /// Whether a connection here follows `root` or a thread below it.
+    pub(crate) fn followed_at_or_below(&self, root: &ThreadId) -> bool {
+        self.followed(root) || self.followed_below.contains_key(root)
+    }
+
+    /// Whether the followed `thread` is `root` or below it.
+    pub(crate) fn at_or_below(&self, thread: &ThreadId, root: &ThreadId) -> bool {
+        thread == root || self.lineage.get(thread).is_some_and(|l| l.contains(root))
+    }
+
     /// The subscriptions of `conn`, in thread order (`None`: no such
     /// connection).
     pub(crate) fn subs_of_conn(
@@ -211,9 +243,23 @@ impl Sockets {
             subs.swap_remove(&conn);
             if subs.is_empty() {
                 self.subscribers.remove(thread);
+                self.unfollow(thread);
             }
         }
         removed
+    }
+
+    /// Nobody here follows `thread` any more: its ancestors count one
+    /// followed thread fewer below them.
+    fn unfollow(&mut self, thread: &ThreadId) {
+        for ancestor in self.lineage.remove(thread).unwrap_or_default() {
+            if let Some(count) = self.followed_below.get_mut(&ancestor) {
+                *count -= 1;
+                if *count == 0 {
+                    self.followed_below.remove(&ancestor);
+                }
+            }
+        }
     }
 
     /// Drops every subscription of `conn`; returns how many there were.
@@ -250,5 +296,47 @@ mod tests {
         assert!(c.admit(Millis(20), &limits));
         assert!(!c.admit(Millis(109), &limits));
         assert!(c.admit(Millis(110), &limits));
+    }
+
+    fn thread(id: &str) -> ThreadId {
+        ThreadId::parse(id).expect("a valid thread id")
+    }
+
+    fn live_sub() -> Sub {
+        Sub {
+            next: 1,
+            floor: 1,
+            live: true,
+            read: None,
+            provisional: None,
+        }
+    }
+
+    #[test]
+    fn a_thread_counts_as_followed_below_while_a_thread_under_it_is_followed() {
+        let mut sockets = Sockets::default();
+        for id in [1, 2] {
+            let caller = Caller {
+                principal: PrincipalId::new("a"),
+                admin: false,
+            };
+            sockets.conns.insert(ConnId(id), Conn::new(caller));
+        }
+        let (root, mid, leaf) = (thread("root"), thread("mid"), thread("leaf"));
+        let lineage = || vec![thread("mid"), thread("root")];
+        sockets.subscribe(ConnId(1), &leaf, live_sub(), lineage);
+        sockets.subscribe(ConnId(2), &leaf, live_sub(), || unreachable!("followed"));
+        sockets.subscribe(ConnId(2), &mid, live_sub(), || vec![thread("root")]);
+        assert!(sockets.followed_at_or_below(&root));
+        assert!(sockets.at_or_below(&leaf, &root));
+        assert!(!sockets.at_or_below(&mid, &leaf));
+        assert!(!sockets.followed_at_or_below(&thread("other")));
+
+        sockets.unsubscribe(ConnId(1), &leaf);
+        assert!(sockets.followed_at_or_below(&root) && sockets.at_or_below(&leaf, &mid));
+        assert_eq!(sockets.drop_subs(ConnId(2)), 2);
+        assert!(!sockets.followed_at_or_below(&root));
+        assert!(!sockets.followed_at_or_below(&mid));
+        assert!(sockets.followed_below.is_empty() && sockets.lineage.is_empty());
     }
 }

@@ -353,7 +353,10 @@ impl Threads {
             read: None,
             provisional,
         };
-        self.sockets.subscribe(conn, &thread, sub);
+        let cache = &self.cache;
+        self.sockets.subscribe(conn, &thread, sub, || {
+            cache.ancestors(&thread).cloned().collect()
+        });
         if !sub.live {
             self.replay(cx, conn);
         }

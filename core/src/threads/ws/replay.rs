@@ -281,23 +281,11 @@ impl Threads {
         let mut threads: Vec<ThreadId> = self
             .sockets
             .followed_threads()
-            .filter(|t| self.at_or_below(t, root))
+            .filter(|t| self.sockets.at_or_below(t, root))
             .cloned()
             .collect();
         threads.sort_by(|a, b| (a != root, a).cmp(&(b != root, b)));
         threads
-    }
-
-    /// Whether a connection here follows `root` or a thread below it.
-    pub(in crate::threads) fn followed_at_or_below(&self, root: &ThreadId) -> bool {
-        self.sockets
-            .followed_threads()
-            .any(|t| self.at_or_below(t, root))
-    }
-
-    /// Whether `thread` is `root` or below it, as far as the cache knows.
-    fn at_or_below(&self, thread: &ThreadId, root: &ThreadId) -> bool {
-        thread == root || self.cache.ancestors(thread).any(|a| a == root)
     }
 
     /// After a grant change on `root` (or its reload): every subscription on
