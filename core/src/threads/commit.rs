@@ -289,13 +289,10 @@ impl Threads {
     pub(super) fn trim(&mut self, cx: &mut Ctx<'_>) {
         let capacity = cx.limits.thread_cache;
         if self.cache.len() > capacity {
-            let mut pinned: HashSet<ThreadId> = HashSet::default();
-            let roots = self
-                .sockets
-                .followed_threads()
-                .chain(self.batches.values().flatten())
-                .chain(self.loading.keys());
-            for id in roots {
+            let mut pinned: HashSet<ThreadId> =
+                self.sockets.followed_and_above().cloned().collect();
+            let in_flight = self.batches.values().flatten().chain(self.loading.keys());
+            for id in in_flight {
                 if pinned.insert(id.clone()) {
                     pinned.extend(self.cache.ancestors(id).cloned());
                 }

@@ -209,6 +209,12 @@ impl Sockets {
         self.subscribers.keys()
     }
 
+    /// Every followed thread and every thread above one: what the
+    /// subscriptions here need cached.
+    pub(crate) fn followed_and_above(&self) -> impl Iterator<Item = &ThreadId> {
+        self.subscribers.keys().chain(self.followed_below.keys())
+    }
+
     /// Whether a connection here follows `root` or a thread below it.
     pub(crate) fn followed_at_or_below(&self, root: &ThreadId) -> bool {
         self.followed(root) || self.followed_below.contains_key(root)
@@ -280,6 +286,7 @@ impl Sockets {
 mod tests {
     use super::*;
     use crate::ids::PrincipalId;
+    use std::collections::HashSet;
 
     #[test]
     fn frame_rate_is_a_fixed_window() {
@@ -331,6 +338,8 @@ mod tests {
         assert!(sockets.at_or_below(&leaf, &root));
         assert!(!sockets.at_or_below(&mid, &leaf));
         assert!(!sockets.followed_at_or_below(&thread("other")));
+        let pinned: HashSet<&ThreadId> = sockets.followed_and_above().collect();
+        assert_eq!(pinned, [&root, &mid, &leaf].into_iter().collect());
 
         sockets.unsubscribe(ConnId(1), &leaf);
         assert!(sockets.followed_at_or_below(&root) && sockets.at_or_below(&leaf, &mid));
@@ -338,5 +347,6 @@ mod tests {
         assert!(!sockets.followed_at_or_below(&root));
         assert!(!sockets.followed_at_or_below(&mid));
         assert!(sockets.followed_below.is_empty() && sockets.lineage.is_empty());
+        assert_eq!(sockets.followed_and_above().count(), 0);
     }
 }
