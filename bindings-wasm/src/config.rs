@@ -1,9 +1,11 @@
 //! The engine's configuration as JSON: the same keys as `bubble.toml`
-//! (`admins`, `auth.tokens`, `auth.jwt`, `apps`, `limits`, `heartbeat`).
+//! (`admins`, `auth.tokens`, `auth.jwt`, `auth.jwks`, `apps`, `limits`,
+//! `heartbeat`).
 //! Host-only keys (`listen`, `store`, `ws_path`, `broker`) are ignored here.
 
 use bubble_core::{
-    AppConfig, AuthConfig, ClaimRules, Config, Heartbeat, JwksConfig, Limits, PrincipalId,
+    AppConfig, AuthConfig, ClaimRules, Config, Heartbeat, JwksConfig, KeyRefresh, Limits,
+    PrincipalId,
 };
 use serde::Deserialize;
 
@@ -26,14 +28,36 @@ struct AuthJson {
     jwks: Option<JwksJson>,
 }
 
-/// `auth.jwks`: an inline key set (a worker fetches nothing on its own).
+/// `auth.jwks`: exactly one of an inline key set and the `url` the host
+/// fetches it from when the engine asks (`fetchKeys` outputs): at start,
+/// every `refresh_secs`, and when a token names a `kid` the set lacks,
+/// at most once per `min_refresh_secs`, as the native server does.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JwksJson {
     /// The JWKS document itself, `{"keys": [...]}`.
-    inline: serde_json::Value,
+    inline: Option<serde_json::Value>,
+    /// Where the host GETs the document: `http://` or `https://`.
+    url: Option<String>,
+    #[serde(default = "default_refresh_secs")]
+    refresh_secs: u64,
+    #[serde(default = "default_min_refresh_secs")]
+    min_refresh_secs: u64,
     issuer: Option<String>,
     audience: Option<String>,
+}
+
+/// `auth.jwks.refresh_secs` when not set (as in `bubble.toml`).
+const DEFAULT_REFRESH_SECS: u64 = 300;
+/// `auth.jwks.min_refresh_secs` when not set (as in `bubble.toml`).
+const DEFAULT_MIN_REFRESH_SECS: u64 = 10;
+
+fn default_refresh_secs() -> u64 {
+    DEFAULT_REFRESH_SECS
+}
+
+fn default_min_refresh_secs() -> u64 {
+    DEFAULT_MIN_REFRESH_SECS
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,25 +87,69 @@ struct AppJson {
     client_events: bool,
 }
 
-/// `auth.jwks` as the engine's config; an inline set that is not a JWKS
-/// is refused.
-fn jwks(j: JwksJson) -> Result<JwksConfig, serde_json::Error> {
-    let keys = j.inline.to_string();
-    bubble_core::auth::KeySet::parse(&keys).map_err(|e| {
-        <serde_json::Error as serde::de::Error>::custom(format!("auth.jwks.inline: {e}"))
-    })?;
-    Ok(JwksConfig {
-        keys: Some(keys),
-        refresh: None,
-        claims: ClaimRules {
-            issuer: j.issuer,
-            audience: j.audience,
-        },
-    })
+/// The engine's configuration and what only the host needs of it.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    /// The engine's configuration.
+    pub(crate) config: Config,
+    /// Where the host fetches the key set (`auth.jwks.url`), if anywhere.
+    pub(crate) key_url: Option<String>,
+}
+
+fn invalid(message: String) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(message)
+}
+
+/// `auth.jwks` as the engine's config and the URL to fetch it from; an
+/// inline set that is not a JWKS, a URL that is not `http(s)://`, both or
+/// neither are refused.
+fn jwks(j: JwksJson) -> Result<(JwksConfig, Option<String>), serde_json::Error> {
+    let claims = ClaimRules {
+        issuer: j.issuer,
+        audience: j.audience,
+    };
+    match (j.inline, j.url) {
+        (Some(inline), None) => {
+            let keys = inline.to_string();
+            bubble_core::auth::KeySet::parse(&keys)
+                .map_err(|e| invalid(format!("auth.jwks.inline: {e}")))?;
+            let config = JwksConfig {
+                keys: Some(keys),
+                refresh: None,
+                claims,
+            };
+            Ok((config, None))
+        }
+        (None, Some(url)) => {
+            let host = url
+                .strip_prefix("https://")
+                .or_else(|| url.strip_prefix("http://"));
+            if host.is_none_or(|h| h.is_empty() || h.starts_with('/')) {
+                return Err(invalid(format!(
+                    "auth.jwks.url {url:?} must be an http:// or https:// URL"
+                )));
+            }
+            if j.refresh_secs == 0 {
+                return Err(invalid("auth.jwks.refresh_secs must be at least 1".into()));
+            }
+            let config = JwksConfig {
+                keys: None,
+                refresh: Some(KeyRefresh {
+                    every_ms: j.refresh_secs.saturating_mul(1000),
+                    min_interval_ms: j.min_refresh_secs.saturating_mul(1000),
+                }),
+                claims,
+            };
+            Ok((config, Some(url)))
+        }
+        _ => Err(invalid(
+            "auth.jwks needs exactly one of inline (a JWKS document) and url".into(),
+        )),
+    }
 }
 
 /// Parses the JSON configuration; the error names the offending key.
-pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
+pub(crate) fn parse(json: &str) -> Result<Parsed, serde_json::Error> {
     let c: ConfigJson = serde_json::from_str(json)?;
     let jwt_claims = c
         .auth
@@ -91,8 +159,11 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
             issuer: j.issuer.clone(),
             audience: j.audience.clone(),
         });
-    let jwks = c.auth.jwks.map(jwks).transpose()?;
-    Ok(Config {
+    let (jwks, key_url) = match c.auth.jwks.map(jwks).transpose()? {
+        Some((config, url)) => (Some(config), url),
+        None => (None, None),
+    };
+    let config = Config {
         admins: c.admins,
         auth: AuthConfig {
             tokens: c
@@ -121,7 +192,8 @@ pub(crate) fn parse(json: &str) -> Result<Config, serde_json::Error> {
         heartbeat: c.heartbeat,
         cluster: false,
         node: String::new(),
-    })
+    };
+    Ok(Parsed { config, key_url })
 }
 
 #[cfg(test)]
@@ -130,7 +202,7 @@ mod tests {
 
     #[test]
     fn empty_object_is_the_default_config() {
-        let c = parse("{}").unwrap();
+        let c = parse("{}").unwrap().config;
         assert_eq!(c.limits, Limits::default());
         assert_eq!(c.heartbeat, Heartbeat::default());
         assert!(c.auth.tokens.is_empty() && c.apps.is_empty() && c.admins.is_empty());
@@ -144,7 +216,8 @@ mod tests {
                 "apps":[{"id":"app-1","key":"app-key","secret":"app-secret","max_connections":3}],
                 "limits":{"backlog_page":7},"heartbeat":{"ping_interval_ms":5}}"#,
         )
-        .unwrap();
+        .unwrap()
+        .config;
         assert_eq!(c.admins, vec![PrincipalId::new("root")]);
         assert_eq!(
             c.auth.tokens,
@@ -168,12 +241,55 @@ mod tests {
                 "jwks":{"inline":{"keys":[]},"issuer":"https://idp.example/"}}}"#,
         )
         .unwrap();
+        assert_eq!(c.key_url, None);
+        let c = c.config;
         assert_eq!(c.auth.jwt_claims.audience.as_deref(), Some("a"));
         let jwks = c.auth.jwks.unwrap();
         assert_eq!(jwks.keys.as_deref(), Some(r#"{"keys":[]}"#));
         assert_eq!(jwks.refresh, None);
         assert_eq!(jwks.claims.issuer.as_deref(), Some("https://idp.example/"));
         assert!(parse(r#"{"auth":{"jwks":{"inline":[]}}}"#).is_err());
+    }
+
+    #[test]
+    fn a_jwks_url_is_fetched_on_the_toml_file_schedule() {
+        let c = parse(
+            r#"{"auth":{"jwks":{"url":"https://idp.example/jwks.json","min_refresh_secs":0}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.key_url.as_deref(), Some("https://idp.example/jwks.json"));
+        let jwks = c.config.auth.jwks.unwrap();
+        assert_eq!(jwks.keys, None);
+        let every_ms = DEFAULT_REFRESH_SECS * 1000;
+        let refresh = KeyRefresh {
+            every_ms,
+            min_interval_ms: 0,
+        };
+        assert_eq!(jwks.refresh, Some(refresh));
+    }
+
+    #[test]
+    fn a_jwks_needs_one_source_and_a_web_url() {
+        for (json, says) in [
+            (
+                r#"{"url":"ftp://idp.example/jwks.json"}"#,
+                "must be an http",
+            ),
+            (r#"{"url":"https:///jwks.json"}"#, "must be an http"),
+            (
+                r#"{"url":"https://idp.example/","refresh_secs":0}"#,
+                "at least 1",
+            ),
+            (
+                r#"{"url":"https://idp.example/","inline":{"keys":[]}}"#,
+                "exactly one",
+            ),
+            (r#"{"issuer":"https://idp.example/"}"#, "exactly one"),
+            (r#"{"file":"/etc/jwks.json"}"#, "file"),
+        ] {
+            let err = parse(&format!(r#"{{"auth":{{"jwks":{json}}}}}"#)).unwrap_err();
+            assert!(err.to_string().contains(says), "{json}: {err}");
+        }
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod sim;
 mod ts;
 mod wire;
 
+use bubble_core::auth::KeySet;
 use bubble_core::edge::ChannelsUpgrade;
 use bubble_core::http::{HttpRequest, Method};
 use bubble_core::store::StoreError;
@@ -65,6 +66,8 @@ pub use sim::WasmSimulation;
 #[wasm_bindgen(js_name = Engine)]
 pub struct WasmEngine {
     inner: bubble_core::Engine,
+    /// `auth.jwks.url`: where the host fetches the key set.
+    key_url: Option<String>,
 }
 
 fn millis(now_ms: f64) -> Millis {
@@ -88,10 +91,47 @@ impl WasmEngine {
     /// from the host's storage through `read` outputs.
     #[wasm_bindgen(constructor)]
     pub fn new(config: &str, seed: f64) -> Result<WasmEngine, JsValue> {
-        let config = config::parse(config).map_err(|e| js::error("invalid_config", e))?;
+        let parsed = config::parse(config).map_err(|e| js::error("invalid_config", e))?;
         Ok(WasmEngine {
-            inner: bubble_core::Engine::new(config, seed as u64),
+            inner: bubble_core::Engine::new(parsed.config, seed as u64),
+            key_url: parsed.key_url,
         })
+    }
+
+    /// Where to GET the key set when a `fetchKeys` output asks for it
+    /// (`auth.jwks.url`), or `undefined`.
+    #[wasm_bindgen(getter, js_name = keyUrl)]
+    pub fn key_url(&self) -> Option<String> {
+        self.key_url.clone()
+    }
+
+    /// The document a `fetchKeys` output asked for, as fetched. A JWKS
+    /// replaces the key set in use and gives `undefined`; anything else
+    /// counts as a failed fetch (the set in use stays) and gives why.
+    #[wasm_bindgen(js_name = keysLoaded)]
+    pub fn keys_loaded(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        document: &str,
+    ) -> Result<Option<String>, JsValue> {
+        match KeySet::parse(document) {
+            Ok(keys) => self
+                .handle(now_ms, Input::KeysLoaded { keys })
+                .map(|()| None),
+            Err(e) => self
+                .handle(now_ms, Input::KeysFailed)
+                .map(|()| Some(e.to_string())),
+        }
+    }
+
+    /// The key set a `fetchKeys` output asked for could not be had
+    /// (unreachable, not `2xx`, too large): the set in use stays.
+    #[wasm_bindgen(js_name = keysFailed)]
+    pub fn keys_failed(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        self.handle(now_ms, Input::KeysFailed)
     }
 
     /// An HTTP request the edge routed to the engine (`/v1/threads…`,

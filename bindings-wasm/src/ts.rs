@@ -35,7 +35,10 @@ export type Output =
   | { kind: "persist"; batch: number; writes: Batch }
   /** Call `drained(now, conn)` once what was sent to `conn` so far is written. */
   | { kind: "wantDrained"; conn: number }
-  /** Fetch the JWKS again (only for a key set with a refresh source; an inline one never asks). */
+  /**
+   * GET the JWKS at `keyUrl`, then `keysLoaded(now, document)` or
+   * `keysFailed(now)` (only for `auth.jwks.url`; an inline set never asks).
+   */
   | { kind: "fetchKeys" };
 
 /**

@@ -13,6 +13,10 @@
 // The storage is any object in the shape of Durable Object storage (see
 // storage.mjs for the methods and the key layout); a MemoryStorage by default.
 //
+// With `auth.jwks.url`, the host GETs the key set whenever the engine asks
+// (`fetchKeys`: at start, on its refresh schedule, for an unknown `kid`)
+// and hands back the document or the failure; when to ask is the engine's.
+//
 // Runtime adapters route each request with `route()`, then either `answer()`
 // it or, for a socket route, `upgrade()` it. They give the host sockets of
 // this shape:
@@ -30,6 +34,11 @@
 // alarm.
 
 import { MemoryStorage, answerRead, commitBatches } from './storage.mjs';
+
+/** How long one key set fetch may take. */
+const KEY_FETCH_TIMEOUT_MS = 10_000;
+/** The largest key set document read. */
+const MAX_KEY_SET_BYTES = 1024 * 1024;
 
 export { MemoryStorage };
 
@@ -64,6 +73,8 @@ export class BubbleHost {
   #idle = [];
   #touched = new Set();
   #onTouched;
+  #fetch;
+  #keyFetches = 0; // key set fetches in flight
 
   /**
    * Builds a host: `wasm` holds the wasm classes (`Engine`, `Edge`,
@@ -89,8 +100,11 @@ export class BubbleHost {
     this.#defer = options.defer ?? ((fn) => queueMicrotask(fn));
     this.#onError = options.onError ?? ((err) => console.error('bubble:', err));
     this.#onTouched = options.onTouched ?? null;
+    this.#fetch = options.fetch ?? globalThis.fetch?.bind(globalThis);
     this.wsPath = this.#edge.wsPath;
     this.limits = engine.limits();
+    // A key set to fetch: the engine asks for it on its first tick.
+    if (engine.keyUrl !== undefined) this.tick();
   }
 
   /**
@@ -223,7 +237,7 @@ export class BubbleHost {
   }
 
   #quiet() {
-    if (this.#reads > 0 || [...this.#sockets.values()].some((entry) => entry.draining)) return false;
+    if (this.#reads > 0 || this.#keyFetches > 0 || [...this.#sockets.values()].some((entry) => entry.draining)) return false;
     return !this.#saving && this.#unsaved.length === 0 && this.#inputs.length === 0 && !this.#pumping;
   }
 
@@ -359,9 +373,34 @@ export class BubbleHost {
       case 'persist':
         this.#unsaved.push(out);
         return;
+      case 'fetchKeys':
+        this.#fetchKeys();
+        return;
       default:
         this.#onError(new Error(`unknown output kind ${out.kind}`));
     }
+  }
+
+  // GETs the key set and reports it; a failure is logged and reported, the
+  // set in use staying.
+  #fetchKeys() {
+    const url = this.#engine.keyUrl;
+    this.#keyFetches += 1;
+    const settle = (input) => {
+      this.#keyFetches -= 1;
+      this.#drive((now) => {
+        const why = input(now);
+        if (why !== undefined) this.#onError(new Error(`JWKS not loaded from ${url}: ${why}`));
+      });
+    };
+    fetchKeySet(this.#fetch, url).then(
+      (document) => settle((now) => this.#engine.keysLoaded(now, document)),
+      (err) =>
+        settle((now) => {
+          this.#engine.keysFailed(now);
+          return String(err?.message ?? err);
+        }),
+    );
   }
 
   #close(entry, code) {
@@ -446,6 +485,39 @@ export function answerParts({ status, contentType, body, retryAfter, headers: mo
 export function toResponse(answer) {
   const { status, headers, body } = answerParts(answer);
   return new Response(body, { status, headers });
+}
+
+// The document at `url`: a `2xx` answer of at most MAX_KEY_SET_BYTES,
+// within KEY_FETCH_TIMEOUT_MS.
+async function fetchKeySet(fetch, url) {
+  if (url === undefined) throw new Error('no auth.jwks.url is configured');
+  if (typeof fetch !== 'function') throw new Error('this runtime has no fetch');
+  const signal = AbortSignal.timeout(KEY_FETCH_TIMEOUT_MS);
+  const res = await fetch(url, { headers: { accept: 'application/json' }, signal });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new Error(`answered ${res.status}`);
+  }
+  const chunks = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_KEY_SET_BYTES) {
+      await reader.cancel();
+      throw new Error(`the document is larger than ${MAX_KEY_SET_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function unrefTimer(handle) {

@@ -102,6 +102,8 @@ export interface HostOptions {
   clearTimer?: (handle: unknown) => void;
   defer?: (fn: () => void) => void;
   onError?: (err: unknown) => void;
+  /** How `auth.jwks.url` is fetched; the runtime's `fetch` when absent. */
+  fetch?: typeof fetch;
   /** After each round of outputs: the connections sent to, or that sent a frame (their subscriptions may have moved). */
   onTouched?: (conns: Set<number>) => void;
 }

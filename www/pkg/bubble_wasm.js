@@ -270,6 +270,53 @@ export class Engine {
         }
     }
     /**
+     * Where to GET the key set when a `fetchKeys` output asks for it
+     * (`auth.jwks.url`), or `undefined`.
+     * @returns {string | undefined}
+     */
+    get keyUrl() {
+        const ret = wasm.engine_keyUrl(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * The key set a `fetchKeys` output asked for could not be had
+     * (unreachable, not `2xx`, too large): the set in use stays.
+     * @param {number} nowMs
+     */
+    keysFailed(nowMs) {
+        const ret = wasm.engine_keysFailed(this.__wbg_ptr, nowMs);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The document a `fetchKeys` output asked for, as fetched. A JWKS
+     * replaces the key set in use and gives `undefined`; anything else
+     * counts as a failed fetch (the set in use stays) and gives why.
+     * @param {number} nowMs
+     * @param {string} document
+     * @returns {string | undefined}
+     */
+    keysLoaded(nowMs, document) {
+        const ptr0 = passStringToWasm0(document, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.engine_keysLoaded(this.__wbg_ptr, nowMs, ptr0, len0);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        let v2;
+        if (ret[0] !== 0) {
+            v2 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v2;
+    }
+    /**
      * The configured limits, with the keys of `bubble.toml`'s `[limits]`.
      * @returns {Limits}
      */
